@@ -1,0 +1,114 @@
+// Env: the file-system interface every store file goes through.
+//
+// Pack files, spill files, the lock file and the store directory are all
+// reached through an Env, never through the OS directly, so that tests can
+// swap in an in-memory file system or wrap the real one to inject faults
+// (failed writes, failed fsyncs, lost unsynced data). The SQLite index uses
+// SQLite's own I/O layer and is not covered by Env.
+//
+// Thread safety: Env implementations are safe for concurrent use. A File may
+// be read (ReadAt) from many threads at once; Append, Sync and Truncate on
+// one File must be serialized by the caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chunkstore/status.h"
+
+namespace chunkstore {
+
+class File {
+ public:
+  virtual ~File() = default;
+  // Appends n bytes at the end of the file.
+  virtual Status Append(const void* data, size_t n) = 0;
+  // Reads up to n bytes at offset into buf; *got is set to the count read,
+  // which is short only at end of file.
+  virtual Status ReadAt(uint64_t offset, size_t n, void* buf, size_t* got) const = 0;
+  // Makes every byte appended so far durable.
+  virtual Status Sync() = 0;
+  // Cuts the file to size bytes.
+  virtual Status Truncate(uint64_t size) = 0;
+  virtual Result<uint64_t> Size() const = 0;
+};
+
+// An exclusive lock held until destroyed. Locks exclude other processes and
+// other lock holders in this process.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
+enum class OpenMode {
+  kRead,         // existing file, read only
+  kAppend,       // existing file, read and append
+  kCreateNew,    // create; fails with IOError if it exists (O_EXCL)
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // The process-wide POSIX environment. Never deleted.
+  static Env* Posix();
+  // A fresh, empty in-memory file system.
+  static std::unique_ptr<Env> NewMemory();
+
+  virtual Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) = 0;
+  // Creates an anonymous read/write file in dir, mode 0600, that disappears
+  // when the returned File is destroyed (O_TMPFILE, or O_EXCL then unlink).
+  virtual Result<std::unique_ptr<File>> CreateTempFile(const std::string& dir) = 0;
+  virtual Status CreateDir(const std::string& path) = 0;  // mode 0700; OK if it exists
+  virtual bool FileExists(const std::string& path) = 0;
+  virtual bool IsDirectory(const std::string& path) = 0;
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
+  // Makes the directory's entries (new, renamed, removed files) durable.
+  virtual Status SyncDir(const std::string& path) = 0;
+  // Non-blocking: Busy if another holder has it.
+  virtual Result<std::unique_ptr<FileLock>> TryLockFile(const std::string& path) = 0;
+  // Blocking until the lock is free.
+  virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+};
+
+// An Env that forwards every call to another; subclass it to override a few
+// calls (fault injection, counting) and keep the rest.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env* target) : target_(target) {}
+  Env* target() const { return target_; }
+
+  Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) override {
+    return target_->OpenFile(path, mode);
+  }
+  Result<std::unique_ptr<File>> CreateTempFile(const std::string& dir) override {
+    return target_->CreateTempFile(dir);
+  }
+  Status CreateDir(const std::string& path) override { return target_->CreateDir(path); }
+  bool FileExists(const std::string& path) override { return target_->FileExists(path); }
+  bool IsDirectory(const std::string& path) override { return target_->IsDirectory(path); }
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    return target_->ListDir(path);
+  }
+  Status RemoveFile(const std::string& path) override { return target_->RemoveFile(path); }
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    return target_->RenameFile(from, to);
+  }
+  Status SyncDir(const std::string& path) override { return target_->SyncDir(path); }
+  Result<std::unique_ptr<FileLock>> TryLockFile(const std::string& path) override {
+    return target_->TryLockFile(path);
+  }
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    return target_->LockFile(path);
+  }
+
+ private:
+  Env* target_;
+};
+
+}  // namespace chunkstore

@@ -1,0 +1,86 @@
+// SHA-256 via OpenSSL EVP, xxHash64 via libxxhash, and hex formatting.
+#include "digest.h"
+
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include <cstdlib>
+
+namespace chunkstore::internal {
+
+namespace {
+
+// Fetching the algorithm once avoids OpenSSL 3's per-init provider lookup,
+// which dominates the cost of hashing small objects.
+const EVP_MD* Sha256Md() {
+  static const EVP_MD* md = [] {
+    const EVP_MD* m = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return m ? m : EVP_sha256();
+  }();
+  return md;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string HexEncode(const uint8_t* data, size_t n) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out(n * 2, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = kDigits[data[i] >> 4];
+    out[2 * i + 1] = kDigits[data[i] & 15];
+  }
+  return out;
+}
+
+std::string Digest::Hex() const { return HexEncode(bytes.data(), bytes.size()); }
+
+std::optional<Digest> Digest::FromHex(std::string_view hex) {
+  if (hex.size() != 64) return std::nullopt;
+  Digest d;
+  for (size_t i = 0; i < 32; ++i) {
+    const int hi = HexValue(hex[2 * i]), lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    d.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return d;
+}
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  if (ctx_ == nullptr) std::abort();  // out of memory at construction
+  Reset();
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+
+void Sha256::Reset() {
+  if (EVP_DigestInit_ex2(ctx_, Sha256Md(), nullptr) != 1) std::abort();
+}
+
+void Sha256::Update(const void* data, size_t n) {
+  if (n != 0) EVP_DigestUpdate(ctx_, data, n);
+}
+
+Digest Sha256::Finish() {
+  Digest d;
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_, d.bytes.data(), &len);
+  return d;
+}
+
+Digest Sha256::Of(const void* data, size_t n) {
+  thread_local Sha256 hasher;
+  hasher.Reset();
+  hasher.Update(data, n);
+  return hasher.Finish();
+}
+
+uint64_t XxHash64(const void* data, size_t n) { return XXH64(data, n, 0); }
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,113 @@
+// Index: the SQLite database that records packs, chunks, objects and names.
+//
+// The index is the store's source of truth for what exists: a chunk exists
+// when its row does, an object when its row does. Pack bytes not referenced
+// by a committed row are garbage, whatever they contain. See docs/format.md
+// for the schema.
+//
+// Thread safety: none. The Store serializes all calls with its own mutex.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chunkstore/chunker.h"
+#include "chunkstore/status.h"
+#include "compress.h"
+#include "digest.h"
+
+namespace chunkstore::internal {
+
+constexpr int kSchemaVersion = 1;
+
+struct ChunkLocation {
+  int64_t pack_id = 0;
+  uint64_t offset = 0;  // of the record header within the pack
+  uint32_t raw_len = 0;
+  uint32_t stored_len = 0;
+  Codec codec = Codec::kRaw;
+  uint64_t xxh64 = 0;
+};
+
+struct ObjectRow {
+  Digest id;
+  uint64_t size = 0;
+  uint32_t chunk_count = 0;
+  std::string manifest;
+  int64_t created = 0;  // unix seconds
+};
+
+struct PackRow {
+  int64_t id = 0;
+  std::string name;
+  uint64_t size = 0;  // committed length; bytes beyond are garbage
+};
+
+struct NameRow {
+  std::string name;
+  int64_t version = 0;
+  Digest object;
+  int64_t created = 0;
+};
+
+// What a store records about itself at creation.
+struct StoreMeta {
+  ChunkerParams chunking;
+  bool compression = true;
+};
+
+class Index {
+ public:
+  ~Index();
+  Index(const Index&) = delete;
+  Index& operator=(const Index&) = delete;
+
+  // Opens an existing index (meta == nullptr) or creates a new one with the
+  // given meta. path ":memory:" gives a private in-memory database.
+  static Result<std::unique_ptr<Index>> Open(const std::string& path, const StoreMeta* create,
+                                             bool durable, int busy_timeout_ms);
+
+  const StoreMeta& meta() const { return meta_; }
+
+  // Write transactions take the database's write lock at Begin.
+  Status Begin();
+  Status Commit();
+  void Rollback();
+
+  Result<std::optional<ChunkLocation>> FindChunk(const Digest& id);
+  Status InsertChunk(const Digest& id, const ChunkLocation& loc);  // ignored if present
+
+  Result<int64_t> InsertPack(const std::string& name, uint64_t size);
+  Status SetPackSize(int64_t id, uint64_t size);
+  Result<std::optional<PackRow>> FindPack(int64_t id);
+  Result<std::vector<PackRow>> ListPacks();
+
+  Result<std::optional<ObjectRow>> FindObject(const Digest& id);
+  Status InsertObject(const ObjectRow& row);  // ignored if present
+  // Ids of objects whose id starts with the given hex digits (at most limit).
+  Result<std::vector<Digest>> FindObjectsByPrefix(const std::string& hex_prefix, int limit);
+
+  // Appends a version to a name's history and returns its number (1-based).
+  Result<int64_t> AddName(const std::string& name, const Digest& object, int64_t created);
+  // version 0 means the latest.
+  Result<std::optional<NameRow>> FindName(const std::string& name, int64_t version);
+
+ private:
+  explicit Index(sqlite3* db);
+  Status Exec(const char* sql);
+  Status Prepare();
+  Status LoadMeta();
+  Status Error(const char* what) const;
+
+  sqlite3* db_;
+  StoreMeta meta_;
+  struct Statements;
+  std::unique_ptr<Statements> st_;
+};
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,270 @@
+// The ingest pipeline (see ingest.h for the thread layout).
+//
+// Sources that already sit in memory are chunked in place; others are read
+// in 256 KiB blocks straight into the current chunk's slot. When a cut falls
+// inside a block, only that block's tail is carried to the next slot, so a
+// byte is copied once on its way in and, for at most one block per chunk,
+// once more.
+#include "ingest.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "compress.h"
+
+namespace chunkstore::internal {
+
+namespace {
+
+constexpr size_t kReadBlock = 256 * 1024;
+
+void ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink) {
+  c.id = Sha256::Of(c.data, c.length);
+  c.known = sink->IsKnown(c.id);
+  c.compressed = !c.known && compress && TryCompress(c.data, c.length, &c.packed);
+  if (!c.compressed) c.packed.clear();
+}
+
+// Reads from source into buf until it holds `want` bytes or the input ends.
+Result<size_t> Fill(Source& source, uint8_t* buf, size_t want, bool* eof) {
+  size_t have = 0;
+  while (have < want) {
+    Result<size_t> r = source.Read(buf + have, want - have);
+    if (!r.ok()) return r.status();
+    if (*r == 0) {
+      *eof = true;
+      break;
+    }
+    have += *r;
+  }
+  return have;
+}
+
+// Everything on the calling thread: small inputs and threads == 1.
+Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, IngestSink* sink) {
+  Chunker chunker(cfg.chunking);
+  Sha256 object_hash;
+  IngestOutcome out;
+  IngestedChunk c;
+  auto emit = [&](const uint8_t* data, size_t n) -> Status {
+    c.offset = out.size;
+    c.length = static_cast<uint32_t>(n);
+    c.data = data;
+    ProcessChunk(c, cfg.compress, sink);
+    object_hash.Update(data, n);
+    out.size += n;
+    ++out.chunks;
+    return sink->Accept(c);
+  };
+  if (const uint8_t* whole = source.Whole()) {
+    const size_t n = static_cast<size_t>(*source.Size());
+    size_t pos = 0;
+    while (pos < n) {
+      const size_t len = chunker.Next(whole + pos, n - pos, true);
+      CHUNKSTORE_RETURN_IF_ERROR(emit(whole + pos, len));
+      pos += len;
+    }
+  } else {
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[cfg.chunking.max_size]);
+    size_t filled = 0;
+    bool eof = false;
+    for (;;) {
+      if (!eof && filled < cfg.chunking.max_size) {
+        Result<size_t> r = Fill(source, buf.get() + filled,
+                                std::min(kReadBlock, cfg.chunking.max_size - filled), &eof);
+        if (!r.ok()) return r.status();
+        filled += *r;
+      }
+      if (filled == 0 && eof) break;
+      const size_t len = chunker.Next(buf.get(), filled, eof);
+      if (len == 0) continue;
+      CHUNKSTORE_RETURN_IF_ERROR(emit(buf.get(), len));
+      std::memmove(buf.get(), buf.get() + len, filled - len);
+      filled -= len;
+    }
+  }
+  out.object_id = object_hash.Finish();
+  return out;
+}
+
+class Pipeline {
+ public:
+  Pipeline(Source& source, const IngestConfig& cfg, IngestSink* sink)
+      : source_(source), cfg_(cfg), sink_(sink), slots_(2 * cfg.threads + 2) {}
+
+  Result<IngestOutcome> Run() {
+    const unsigned workers = cfg_.threads > 1 ? cfg_.threads - 1 : 1;
+    std::vector<std::thread> threads;
+    threads.emplace_back([this] { Consume(); });
+    for (unsigned i = 0; i < workers; ++i) threads.emplace_back([this] { Work(); });
+    Status s = Produce();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      producer_done_ = true;
+      if (!s.ok()) Fail(s);
+    }
+    cv_.notify_all();
+    for (auto& t : threads) t.join();
+    if (!error_.ok()) return error_;
+    out_.object_id = object_hash_.Finish();
+    return out_;
+  }
+
+ private:
+  struct Slot {
+    std::unique_ptr<uint8_t[]> buf;
+    IngestedChunk chunk;
+    bool hashed = false;
+  };
+
+  void Fail(const Status& s) {  // mu_ held
+    if (error_.ok()) error_ = s;
+    stop_ = true;
+  }
+
+  // Waits for a free slot; nullptr when the pipeline is stopping.
+  Slot* AcquireSlot(uint64_t k) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return stop_ || consumed_ + slots_.size() > k; });
+    if (stop_) return nullptr;
+    Slot& s = slots_[k % slots_.size()];
+    s.hashed = false;
+    return &s;
+  }
+
+  void Publish() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      work_.push_back(produced_);
+      ++produced_;
+    }
+    cv_.notify_all();
+  }
+
+  Status Produce() {
+    Chunker chunker(cfg_.chunking);
+    uint64_t offset = 0;
+    if (const uint8_t* whole = source_.Whole()) {
+      const size_t n = static_cast<size_t>(*source_.Size());
+      while (offset < n) {
+        const size_t len = chunker.Next(whole + offset, n - offset, true);
+        Slot* s = AcquireSlot(produced_);
+        if (s == nullptr) return Status::OK();
+        s->chunk.offset = offset;
+        s->chunk.length = static_cast<uint32_t>(len);
+        s->chunk.data = whole + offset;
+        Publish();
+        offset += len;
+      }
+      return Status::OK();
+    }
+    const size_t max = cfg_.chunking.max_size;
+    std::unique_ptr<uint8_t[]> carry(new uint8_t[kReadBlock]);
+    size_t carried = 0;
+    bool eof = false;
+    while (!(eof && carried == 0)) {
+      Slot* s = AcquireSlot(produced_);
+      if (s == nullptr) return Status::OK();
+      if (!s->buf) s->buf.reset(new uint8_t[max]);
+      uint8_t* buf = s->buf.get();
+      std::memcpy(buf, carry.get(), carried);
+      size_t filled = carried;
+      carried = 0;
+      size_t len = chunker.Next(buf, filled, eof);
+      while (len == 0) {
+        Result<size_t> r = Fill(source_, buf + filled, std::min(kReadBlock, max - filled), &eof);
+        if (!r.ok()) return r.status();
+        filled += *r;
+        if (filled == 0) break;  // empty input
+        len = chunker.Next(buf, filled, eof);
+      }
+      if (filled == 0) break;
+      carried = filled - len;
+      std::memcpy(carry.get(), buf + len, carried);
+      s->chunk.offset = offset;
+      s->chunk.length = static_cast<uint32_t>(len);
+      s->chunk.data = buf;
+      offset += len;
+      Publish();
+    }
+    return Status::OK();
+  }
+
+  void Work() {
+    for (;;) {
+      uint64_t k;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || !work_.empty() || producer_done_; });
+        if (stop_ || work_.empty()) return;
+        k = work_.front();
+        work_.pop_front();
+      }
+      Slot& s = slots_[k % slots_.size()];
+      ProcessChunk(s.chunk, cfg_.compress, sink_);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        s.hashed = true;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  void Consume() {
+    for (uint64_t k = 0;; ++k) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || produced_ > k || producer_done_; });
+        if (stop_ || produced_ <= k) return;
+      }
+      Slot& s = slots_[k % slots_.size()];
+      // The object hash runs while workers hash later chunks.
+      object_hash_.Update(s.chunk.data, s.chunk.length);
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || s.hashed; });
+        if (stop_) return;
+      }
+      Status st = sink_->Accept(s.chunk);
+      out_.size += s.chunk.length;
+      ++out_.chunks;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (!st.ok()) Fail(st);
+        ++consumed_;
+      }
+      cv_.notify_all();
+      if (!st.ok()) return;
+    }
+  }
+
+  Source& source_;
+  const IngestConfig& cfg_;
+  IngestSink* sink_;
+  std::vector<Slot> slots_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<uint64_t> work_;
+  uint64_t produced_ = 0, consumed_ = 0;
+  bool producer_done_ = false, stop_ = false;
+  Status error_;
+  Sha256 object_hash_;
+  IngestOutcome out_;
+};
+
+}  // namespace
+
+Result<IngestOutcome> Ingest(Source& source, const IngestConfig& config, IngestSink* sink) {
+  const std::optional<uint64_t> size = source.Size();
+  // Thread start-up costs more than it saves on inputs of a few chunks.
+  const bool small = size && *size <= 2ull * config.chunking.max_size;
+  if (config.threads <= 1 || small) return IngestInline(source, config, sink);
+  Pipeline p(source, config, sink);
+  return p.Run();
+}
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,56 @@
+// Ingest: turn a Source into hashed (and maybe compressed) chunks, in order.
+//
+// This is the hot path of prepare and publish. Cut points are found on the
+// calling thread; chunk SHA-256s, the known-chunk check and compression
+// attempts run on worker threads; the whole-object SHA-256 and the sink run
+// on one ordered consumer thread. Queues are bounded by a fixed ring of
+// chunk slots, so memory does not grow with the input: at most
+// (2 * threads + 2) slots of max-chunk-size bytes plus one read block.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "chunkstore/chunker.h"
+#include "chunkstore/status.h"
+#include "digest.h"
+#include "source.h"
+
+namespace chunkstore::internal {
+
+struct IngestedChunk {
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  Digest id;
+  const uint8_t* data = nullptr;  // valid only inside IngestSink::Accept
+  bool known = false;             // the sink said it already has this chunk
+  bool compressed = false;        // packed holds a zlib form worth storing
+  std::vector<uint8_t> packed;
+};
+
+class IngestSink {
+ public:
+  virtual ~IngestSink() = default;
+  // Called from worker threads, concurrently. true means the chunk's bytes
+  // are not needed (already stored): no compression is attempted. A false
+  // answer for a chunk that is in fact present only costs work.
+  virtual bool IsKnown(const Digest& id) = 0;
+  // Called once per chunk, in input order, from a single thread.
+  virtual Status Accept(IngestedChunk& chunk) = 0;
+};
+
+struct IngestConfig {
+  ChunkerParams chunking;
+  bool compress = true;
+  unsigned threads = 2;  // total threads to use; 1 = everything inline
+};
+
+struct IngestOutcome {
+  Digest object_id;
+  uint64_t size = 0;
+  uint64_t chunks = 0;
+};
+
+Result<IngestOutcome> Ingest(Source& source, const IngestConfig& config, IngestSink* sink);
+
+}  // namespace chunkstore::internal

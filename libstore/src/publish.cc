@@ -1,0 +1,356 @@
+// Publishing: pack writers, the publish session (chunk records, then one
+// index transaction), and the ingest sink that connects the two.
+//
+// Write order, which is what makes a publish atomic and durable:
+//   1. chunk records are appended to a pack this writer holds locked;
+//   2. the pack is fsynced (and its directory, when the pack is new);
+//   3. one index transaction records the pack length, the new chunks, the
+//      objects and their names, and commits (SQLite syncs its WAL).
+// A crash before 3 leaves bytes past the pack's committed length, which no
+// row points at; the next writer of that pack cuts them off.
+#include <chrono>
+#include <random>
+
+#include "compress.h"
+#include "ingest.h"
+#include "pack_format.h"
+#include "store_impl.h"
+
+namespace chunkstore {
+
+using namespace internal;
+
+namespace {
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string RandomPackName() {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}() ^
+                             static_cast<uint64_t>(
+                                 std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::lock_guard<std::mutex> l(mu);
+  const uint64_t v = rng();
+  uint8_t b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
+  return "pack-" + HexEncode(b, 8) + ".pack";
+}
+
+constexpr size_t kWriteBuffer = 1 << 20;
+
+}  // namespace
+
+Status internal::PackWriter::Append(const uint8_t* header, size_t header_len, const uint8_t* data,
+                                    size_t n) {
+  if (buffer.size() + header_len + n > kWriteBuffer) CHUNKSTORE_RETURN_IF_ERROR(Flush());
+  if (header_len + n > kWriteBuffer) {
+    CHUNKSTORE_RETURN_IF_ERROR(file->Append(header, header_len));
+    CHUNKSTORE_RETURN_IF_ERROR(file->Append(data, n));
+  } else {
+    buffer.insert(buffer.end(), header, header + header_len);
+    buffer.insert(buffer.end(), data, data + n);
+  }
+  size += header_len + n;
+  return Status::OK();
+}
+
+Status internal::PackWriter::Flush() {
+  if (buffer.empty()) return Status::OK();
+  Status s = file->Append(buffer.data(), buffer.size());
+  buffer.clear();
+  return s;
+}
+
+Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
+  {
+    std::lock_guard<std::mutex> l(writers_mu);
+    if (!idle_writers.empty()) {
+      auto w = std::move(idle_writers.back());
+      idle_writers.pop_back();
+      return w;
+    }
+  }
+  // Adopt a committed pack with room that no other writer holds.
+  std::vector<PackRow> packs;
+  {
+    std::lock_guard<std::mutex> l(db_mu);
+    Result<std::vector<PackRow>> r = index->ListPacks();
+    if (!r.ok()) return r.status();
+    packs = std::move(*r);
+  }
+  for (const PackRow& p : packs) {
+    if (p.size >= options.pack_target_size) continue;
+    auto w = std::make_unique<PackWriter>();
+    w->name = p.name;
+    w->path = packs_dir() + "/" + p.name;
+    Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(w->path);
+    if (!lock.ok()) continue;  // busy: someone else writes it
+    w->lock = std::move(*lock);
+    // Re-read the committed length now that nobody else can append.
+    std::optional<PackRow> row;
+    {
+      std::lock_guard<std::mutex> l(db_mu);
+      Result<std::optional<PackRow>> r = index->FindPack(p.id);
+      if (!r.ok()) return r.status();
+      row = *r;
+    }
+    if (!row || row->size >= options.pack_target_size) continue;
+    Result<std::unique_ptr<File>> f = env->OpenFile(w->path, OpenMode::kAppend);
+    if (!f.ok()) continue;  // a missing pack is verify's business, not ours
+    w->file = std::move(*f);
+    Result<uint64_t> len = w->file->Size();
+    if (!len.ok()) return len.status();
+    if (*len < row->size) continue;  // damaged pack: never append after a hole
+    if (*len > row->size) CHUNKSTORE_RETURN_IF_ERROR(w->file->Truncate(row->size));
+    w->id = row->id;
+    w->committed = w->size = row->size;
+    return w;
+  }
+  // A new pack, under a random name so writers in other processes never
+  // collide; it becomes part of the store when its row commits.
+  auto w = std::make_unique<PackWriter>();
+  w->name = RandomPackName();
+  w->path = packs_dir() + "/" + w->name;
+  Result<std::unique_ptr<File>> f = env->OpenFile(w->path, OpenMode::kCreateNew);
+  if (!f.ok()) return f.status();
+  w->file = std::move(*f);
+  Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(w->path);
+  if (!lock.ok()) return lock.status();
+  w->lock = std::move(*lock);
+  uint8_t header[kPackHeaderSize];
+  EncodePackHeader(header);
+  CHUNKSTORE_RETURN_IF_ERROR(w->file->Append(header, sizeof header));
+  w->size = kPackHeaderSize;
+  w->needs_dir_sync = true;
+  return w;
+}
+
+void Store::Impl::ReleaseWriter(std::unique_ptr<PackWriter> w, bool clean) {
+  if (!clean) {
+    w->buffer.clear();
+    if (w->id == 0) {
+      // Never committed: nothing refers to this file.
+      env->RemoveFile(w->path);
+      return;
+    }
+    if (!w->file->Truncate(w->committed).ok()) return;  // drop it; the next adopter truncates
+    w->size = w->committed;
+  }
+  if (w->size >= options.pack_target_size) return;  // full: closing releases the lock
+  std::lock_guard<std::mutex> l(writers_mu);
+  idle_writers.push_back(std::move(w));
+}
+
+namespace internal {
+
+class SessionSink final : public IngestSink {
+ public:
+  SessionSink(PublishSession* session, PublishResult* result)
+      : session_(session), result_(result) {}
+
+  bool IsKnown(const Digest& id) override {
+    std::lock_guard<std::mutex> l(session_->store_->db_mu);
+    Result<std::optional<ChunkLocation>> r = session_->store_->index->FindChunk(id);
+    return r.ok() && r->has_value();
+  }
+
+  Status Accept(IngestedChunk& c) override {
+    entries.push_back({c.id, c.length});
+    if (c.known || session_->written_.count(c.id)) {
+      ++result_->reused_chunks;
+      return Status::OK();
+    }
+    return session_->WriteChunk(c.id, c.data, c.length, c.compressed, c.packed, result_);
+  }
+
+  std::vector<ManifestEntry> entries;
+
+ private:
+  PublishSession* session_;
+  PublishResult* result_;
+};
+
+PublishSession::~PublishSession() {
+  if (!done_) Abort();
+}
+
+void PublishSession::Abort() {
+  done_ = true;
+  if (writer_) store_->ReleaseWriter(std::move(writer_), false);
+}
+
+Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len,
+                                  bool compressed, const std::vector<uint8_t>& packed,
+                                  PublishResult* result) {
+  if (!writer_) {
+    Result<std::unique_ptr<PackWriter>> w = store_->AcquireWriter();
+    if (!w.ok()) return w.status();
+    writer_ = std::move(*w);
+  }
+  RecordHeader h;
+  h.codec = compressed ? Codec::kZlib : Codec::kRaw;
+  h.raw_len = raw_len;
+  h.stored_len = compressed ? static_cast<uint32_t>(packed.size()) : raw_len;
+  h.chunk_id = id;
+  const uint8_t* payload = compressed ? packed.data() : raw;
+  h.xxh64 = XxHash64(payload, h.stored_len);
+  uint8_t header[kRecordHeaderSize];
+  EncodeRecordHeader(h, header);
+  ChunkLocation loc;
+  loc.offset = writer_->size;
+  loc.raw_len = raw_len;
+  loc.stored_len = h.stored_len;
+  loc.codec = h.codec;
+  loc.xxh64 = h.xxh64;
+  CHUNKSTORE_RETURN_IF_ERROR(writer_->Append(header, sizeof header, payload, h.stored_len));
+  new_chunks_.emplace_back(id, loc);
+  written_.insert(id);
+  result->new_bytes += sizeof header + h.stored_len;
+  return Status::OK();
+}
+
+Status PublishSession::FinishObject(const Digest& id, uint64_t size,
+                                    std::vector<ManifestEntry> entries, const std::string& name,
+                                    PublishResult result) {
+  ObjectRow row;
+  row.id = id;
+  row.size = size;
+  row.chunk_count = static_cast<uint32_t>(entries.size());
+  row.manifest = EncodeManifest(entries);
+  row.created = NowSeconds();
+  objects_.push_back(std::move(row));
+  names_.emplace_back(name, id);
+  result.id = id.ObjectId();
+  result.size = size;
+  result.chunks = entries.size();
+  result.name = name;
+  results_.push_back(std::move(result));
+  return Status::OK();
+}
+
+Result<PublishResult> PublishSession::AddSource(Source& source, const std::string& name) {
+  if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  PublishResult result;
+  SessionSink sink(this, &result);
+  IngestConfig cfg;
+  cfg.chunking = store_->meta.chunking;
+  cfg.compress = store_->meta.compression;
+  cfg.threads = store_->threads;
+  Result<IngestOutcome> out = Ingest(source, cfg, &sink);
+  if (!out.ok()) return out.status().WithContext("cannot publish " + source.Describe());
+  CHUNKSTORE_RETURN_IF_ERROR(
+      FinishObject(out->object_id, out->size, std::move(sink.entries), name, result));
+  return results_.back();
+}
+
+Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p,
+                                                  const std::string& name) {
+  if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  if (p.owner != store_)
+    return Status::InvalidArgument("a prepared object can only be published to the store that prepared it");
+  if (p.kind == PreparedObject::State::Kind::kFile) {
+    Result<FileStamp> now = p.file->Restat();
+    if (!now.ok()) return now.status();
+    if (!(*now == p.file->stamp()))
+      return Status::InvalidArgument(p.file->Describe() +
+                                     " changed after it was prepared; prepare it again");
+  }
+  PublishResult result;
+  std::vector<uint8_t> raw, packed;
+  uint64_t offset = 0;
+  for (const ManifestEntry& e : p.entries) {
+    bool known = written_.count(e.id) != 0;
+    if (!known) {
+      std::lock_guard<std::mutex> l(store_->db_mu);
+      Result<std::optional<ChunkLocation>> r = store_->index->FindChunk(e.id);
+      if (!r.ok()) return r.status();
+      known = r->has_value();
+    }
+    if (known) {
+      ++result.reused_chunks;
+    } else {
+      // Only new chunks are read again, and they are hashed again: what
+      // goes into the pack must be what the id promises.
+      raw.resize(e.length);
+      CHUNKSTORE_RETURN_IF_ERROR(p.ReadContent(offset, raw.data(), e.length));
+      if (Sha256::Of(raw.data(), e.length) != e.id)
+        return Status::InvalidArgument("the prepared content changed after it was prepared "
+                                       "(chunk at offset " + std::to_string(offset) +
+                                       " no longer matches); prepare it again");
+      const bool compressed =
+          store_->meta.compression && TryCompress(raw.data(), e.length, &packed);
+      CHUNKSTORE_RETURN_IF_ERROR(
+          WriteChunk(e.id, raw.data(), e.length, compressed, packed, &result));
+    }
+    offset += e.length;
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(FinishObject(p.id, p.size, p.entries, name, result));
+  return results_.back();
+}
+
+Status PublishSession::Commit() {
+  if (done_) return Status::InvalidArgument("this publish was already committed or abandoned");
+  Status s;
+  if (writer_) {
+    s = writer_->Flush();
+    if (s.ok() && store_->options.sync) s = writer_->file->Sync();
+    if (s.ok() && store_->options.sync && writer_->needs_dir_sync)
+      s = store_->env->SyncDir(store_->packs_dir());
+    if (!s.ok()) {
+      Abort();
+      return s.WithContext("cannot make chunk data durable");
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(store_->db_mu);
+    Index* index = store_->index.get();
+    s = index->Begin();
+    int64_t pack_id = writer_ ? writer_->id : 0;
+    if (s.ok() && writer_) {
+      if (pack_id == 0) {
+        Result<int64_t> id = index->InsertPack(writer_->name, writer_->size);
+        if (id.ok()) pack_id = *id;
+        else s = id.status();
+      } else {
+        s = index->SetPackSize(pack_id, writer_->size);
+      }
+    }
+    for (auto& [id, loc] : new_chunks_) {
+      if (!s.ok()) break;
+      loc.pack_id = pack_id;
+      s = index->InsertChunk(id, loc);
+    }
+    const int64_t now = NowSeconds();
+    for (size_t i = 0; s.ok() && i < objects_.size(); ++i) {
+      s = index->InsertObject(objects_[i]);
+      if (s.ok() && !names_[i].first.empty()) {
+        Result<int64_t> v = index->AddName(names_[i].first, names_[i].second, now);
+        if (v.ok()) results_[i].version = *v;
+        else s = v.status();
+      }
+    }
+    if (s.ok()) s = index->Commit();
+    if (!s.ok()) {
+      index->Rollback();
+    } else if (writer_) {
+      writer_->id = pack_id;
+      writer_->committed = writer_->size;
+      writer_->needs_dir_sync = false;
+    }
+  }
+  if (!s.ok()) {
+    Abort();
+    return s.WithContext("cannot commit the publish");
+  }
+  done_ = true;
+  if (writer_) store_->ReleaseWriter(std::move(writer_), true);
+  return Status::OK();
+}
+
+}  // namespace internal
+
+}  // namespace chunkstore

@@ -1,0 +1,269 @@
+// Verified reading: fetching a chunk record from its pack, checking it
+// (record header, xxHash64 of the stored bytes, inflate, SHA-256 of the raw
+// bytes) before any byte leaves, the cache of verified chunks, and the
+// Reader cursor with parallel read-ahead for sequential reads.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <future>
+
+#include "pack_format.h"
+#include "store_impl.h"
+
+namespace chunkstore {
+
+using namespace internal;
+
+// ---- cache ---------------------------------------------------------------
+
+ChunkCache::Bytes ChunkCache::Get(const Digest& id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = map_.find(id);
+  if (it == map_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void ChunkCache::Put(const Digest& id, Bytes bytes) {
+  const size_t n = bytes->size();
+  if (n > budget_) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (map_.count(id)) return;
+  lru_.emplace_front(id, std::move(bytes));
+  map_[id] = lru_.begin();
+  used_ += n;
+  while (used_ > budget_) {
+    auto& back = lru_.back();
+    used_ -= back.second->size();
+    map_.erase(back.first);
+    lru_.pop_back();
+  }
+}
+
+// ---- chunk loading -------------------------------------------------------
+
+Result<std::shared_ptr<File>> Store::Impl::PackForRead(int64_t pack_id) {
+  {
+    std::lock_guard<std::mutex> l(packs_mu);
+    auto it = read_packs.find(pack_id);
+    if (it != read_packs.end()) return it->second;
+  }
+  std::optional<PackRow> row;
+  {
+    std::lock_guard<std::mutex> l(db_mu);
+    Result<std::optional<PackRow>> r = index->FindPack(pack_id);
+    if (!r.ok()) return r.status();
+    row = *r;
+  }
+  if (!row) return Status::Corruption("the index names pack #" + std::to_string(pack_id) +
+                                      ", which it does not record");
+  Result<std::unique_ptr<File>> f = env->OpenFile(packs_dir() + "/" + row->name, OpenMode::kRead);
+  if (!f.ok()) {
+    if (f.status().IsNotFound()) return Status::Corruption("pack file " + row->name + " is missing");
+    return f.status();
+  }
+  std::shared_ptr<File> file(std::move(*f));
+  std::lock_guard<std::mutex> l(packs_mu);
+  read_packs.emplace(pack_id, file);
+  return file;
+}
+
+Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, const Digest& id,
+                                                 const ChunkLocation& loc) {
+  if (ChunkCache::Bytes hit = cache.Get(id)) return hit;
+  const std::string where = " (pack #" + std::to_string(loc.pack_id) + ", offset " +
+                            std::to_string(loc.offset) + ")";
+  auto corrupt = [&](const std::string& what) {
+    return Status::Corruption("object " + object_id + ": chunk " + id.Hex() + where + ": " + what,
+                              object_id, id.Hex());
+  };
+  Result<std::shared_ptr<File>> pack = PackForRead(loc.pack_id);
+  if (!pack.ok()) {
+    if (pack.status().IsCorruption()) return corrupt(pack.status().message());
+    return pack.status();
+  }
+  if (loc.stored_len > kMaxRecordLength || loc.raw_len > kMaxRecordLength)
+    return corrupt("the index records impossible lengths");
+  std::vector<uint8_t> record(kRecordHeaderSize + loc.stored_len);
+  size_t got = 0;
+  CHUNKSTORE_RETURN_IF_ERROR((*pack)->ReadAt(loc.offset, record.size(), record.data(), &got));
+  if (got != record.size()) return corrupt("the pack file is truncated");
+  Result<RecordHeader> h = DecodeRecordHeader(record.data(), kRecordHeaderSize);
+  if (!h.ok()) return corrupt(h.status().message());
+  if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
+      h->codec != loc.codec || h->xxh64 != loc.xxh64)
+    return corrupt("the record header does not match the index");
+  const uint8_t* payload = record.data() + kRecordHeaderSize;
+  if (XxHash64(payload, loc.stored_len) != loc.xxh64)
+    return corrupt("stored bytes fail their xxHash64 check");
+  std::shared_ptr<std::vector<uint8_t>> raw;
+  if (loc.codec == Codec::kZlib) {
+    raw = std::make_shared<std::vector<uint8_t>>();
+    Status s = Decompress(payload, loc.stored_len, loc.raw_len, raw.get());
+    if (!s.ok()) return corrupt(s.message());
+  } else {
+    record.erase(record.begin(), record.begin() + kRecordHeaderSize);
+    raw = std::make_shared<std::vector<uint8_t>>(std::move(record));
+  }
+  if (Sha256::Of(raw->data(), raw->size()) != id)
+    return corrupt("content does not match its SHA-256");
+  ChunkCache::Bytes bytes = std::move(raw);
+  cache.Put(id, bytes);
+  return bytes;
+}
+
+// ---- reader --------------------------------------------------------------
+
+namespace {
+
+class ObjectReader final : public Reader {
+ public:
+  ObjectReader(std::shared_ptr<Store::Impl> store, Digest id, uint64_t size,
+               std::vector<ManifestEntry> entries, std::vector<ChunkLocation> locs)
+      : store_(std::move(store)),
+        id_(id.ObjectId()),
+        size_(size),
+        entries_(std::move(entries)),
+        locs_(std::move(locs)) {
+    starts_.reserve(entries_.size());
+    uint64_t off = 0;
+    for (const auto& e : entries_) {
+      starts_.push_back(off);
+      off += e.length;
+    }
+    depth_ = std::max(1u, store_->threads);
+  }
+
+  ~ObjectReader() override {
+    for (auto& f : ahead_) f.second.wait();
+  }
+
+  const std::string& id() const override { return id_; }
+  uint64_t size() const override { return size_; }
+  uint64_t Tell() const override { return pos_; }
+
+  Status Seek(uint64_t offset) override {
+    if (offset > size_)
+      return Status::InvalidArgument("seek to " + std::to_string(offset) + " is past the end (" +
+                                     std::to_string(size_) + " bytes)");
+    pos_ = offset;
+    return Status::OK();
+  }
+
+  Result<size_t> Read(void* buf, size_t n) override {
+    Result<size_t> r = Copy(pos_, buf, n, true);
+    if (r.ok()) pos_ += *r;
+    return r;
+  }
+
+  Result<size_t> ReadAt(uint64_t offset, void* buf, size_t n) override {
+    return Copy(offset, buf, n, false);
+  }
+
+ private:
+  using Bytes = ChunkCache::Bytes;
+
+  Result<Bytes> Fetch(size_t i) {
+    return store_->LoadChunk(id_, entries_[i].id, locs_[i]);
+  }
+
+  // Sequential reads verify the next chunks on other threads while the
+  // caller consumes this one; bytes are still handed out in order, and
+  // only after their chunk has been verified.
+  Result<Bytes> FetchSequential(size_t i) {
+    while (!ahead_.empty() && ahead_.front().first < i) {
+      ahead_.front().second.wait();
+      ahead_.pop_front();
+    }
+    Result<Bytes> r = Status::NotFound("");
+    if (!ahead_.empty() && ahead_.front().first == i) {
+      r = ahead_.front().second.get();
+      ahead_.pop_front();
+    } else {
+      ahead_.clear();
+      r = Fetch(i);
+    }
+    size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
+    while (ahead_.size() < depth_ && next < entries_.size()) {
+      ahead_.emplace_back(next, std::async(std::launch::async, [this, next] { return Fetch(next); }));
+      ++next;
+    }
+    return r;
+  }
+
+  Result<size_t> Copy(uint64_t offset, void* buf, size_t n, bool sequential) {
+    if (offset >= size_ || n == 0) return size_t{0};
+    n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
+    auto* out = static_cast<uint8_t*>(buf);
+    size_t done = 0;
+    while (done < n) {
+      const uint64_t at = offset + done;
+      const size_t i = static_cast<size_t>(
+          std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin() - 1);
+      if (i != cur_index_) {
+        Result<Bytes> b = sequential && entries_.size() > 1 ? FetchSequential(i) : Fetch(i);
+        if (!b.ok()) return b.status();
+        cur_ = std::move(*b);
+        cur_index_ = i;
+      }
+      const size_t within = static_cast<size_t>(at - starts_[i]);
+      const size_t take = std::min(n - done, cur_->size() - within);
+      std::memcpy(out + done, cur_->data() + within, take);
+      done += take;
+    }
+    return n;
+  }
+
+  std::shared_ptr<Store::Impl> store_;
+  std::string id_;
+  uint64_t size_;
+  std::vector<ManifestEntry> entries_;
+  std::vector<ChunkLocation> locs_;
+  std::vector<uint64_t> starts_;
+  uint64_t pos_ = 0;
+  Bytes cur_;
+  size_t cur_index_ = SIZE_MAX;
+  unsigned depth_ = 1;
+  std::deque<std::pair<size_t, std::future<Result<Bytes>>>> ahead_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
+  Result<Digest> id = impl_->ResolveRef(ref);
+  if (!id.ok()) return id.status();
+  Result<ObjectRow> row = impl_->LoadObject(*id);
+  if (!row.ok()) return row.status();
+  const std::string oid = id->ObjectId();
+  Result<std::vector<ManifestEntry>> entries =
+      DecodeManifest(row->manifest.data(), row->manifest.size(), row->size);
+  if (!entries.ok())
+    return Status::Corruption("object " + oid + ": " + entries.status().message(), oid);
+  if (entries->size() != row->chunk_count)
+    return Status::Corruption("object " + oid + ": manifest lists " +
+                                  std::to_string(entries->size()) + " chunks, index says " +
+                                  std::to_string(row->chunk_count),
+                              oid);
+  std::vector<ChunkLocation> locs;
+  locs.reserve(entries->size());
+  {
+    std::lock_guard<std::mutex> l(impl_->db_mu);
+    for (const auto& e : *entries) {
+      Result<std::optional<ChunkLocation>> loc = impl_->index->FindChunk(e.id);
+      if (!loc.ok()) return loc.status();
+      if (!loc->has_value())
+        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() +
+                                      " is not in the index",
+                                  oid, e.id.Hex());
+      if ((*loc)->raw_len != e.length)
+        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() +
+                                      " has a different length in the index than in the manifest",
+                                  oid, e.id.Hex());
+      locs.push_back(**loc);
+    }
+  }
+  return std::unique_ptr<Reader>(
+      new ObjectReader(impl_, *id, row->size, std::move(*entries), std::move(locs)));
+}
+
+}  // namespace chunkstore

@@ -1,0 +1,156 @@
+// Store::Impl: the shared state behind a Store and its Readers, and the
+// internal pieces that publishing and reading are built from.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "chunkstore/env.h"
+#include "chunkstore/store.h"
+#include "digest.h"
+#include "index.h"
+#include "manifest.h"
+#include "source.h"
+
+namespace chunkstore {
+
+namespace internal {
+
+// A bounded LRU cache of chunks whose SHA-256 has been verified.
+class ChunkCache {
+ public:
+  using Bytes = std::shared_ptr<const std::vector<uint8_t>>;
+  explicit ChunkCache(size_t budget) : budget_(budget) {}
+  Bytes Get(const Digest& id);
+  void Put(const Digest& id, Bytes bytes);
+
+ private:
+  std::mutex mu_;
+  size_t budget_;
+  size_t used_ = 0;
+  std::list<std::pair<Digest, Bytes>> lru_;  // front = most recent
+  std::unordered_map<Digest, std::list<std::pair<Digest, Bytes>>::iterator, DigestHash> map_;
+};
+
+// An open pack file this process appends to, held under an exclusive lock
+// so no other writer (thread or process) appends to it at the same time.
+struct PackWriter {
+  std::string name;
+  std::string path;
+  int64_t id = 0;          // 0 until the pack's row is committed
+  uint64_t committed = 0;  // length covered by committed index rows
+  uint64_t size = 0;       // current length, buffered bytes included
+  bool needs_dir_sync = false;
+  std::unique_ptr<File> file;
+  std::unique_ptr<FileLock> lock;
+  std::vector<uint8_t> buffer;  // small records are gathered before writing
+
+  Status Append(const uint8_t* header, size_t header_len, const uint8_t* data, size_t n);
+  Status Flush();
+};
+
+}  // namespace internal
+
+struct Store::Impl {
+  Options options;
+  Env* env = nullptr;
+  std::unique_ptr<Env> owned_env;  // in-memory stores
+  std::string dir;                 // "" for in-memory
+  std::string root;                // where files live ("/mem" in memory)
+  unsigned threads = 1;
+
+  std::mutex db_mu;
+  std::unique_ptr<internal::Index> index;
+  internal::StoreMeta meta;
+
+  std::mutex packs_mu;
+  std::unordered_map<int64_t, std::shared_ptr<File>> read_packs;
+
+  std::mutex writers_mu;
+  std::vector<std::unique_ptr<internal::PackWriter>> idle_writers;
+
+  internal::ChunkCache cache;
+
+  explicit Impl(const Options& o) : options(o), cache(o.cache_bytes) {}
+
+  std::string packs_dir() const { return root + "/packs"; }
+  std::string tmp_dir() const { return root + "/tmp"; }
+
+  Result<std::unique_ptr<internal::PackWriter>> AcquireWriter();
+  void ReleaseWriter(std::unique_ptr<internal::PackWriter> w, bool clean);
+
+  // Verified bytes of one chunk. object_id names the object in errors.
+  Result<internal::ChunkCache::Bytes> LoadChunk(const std::string& object_id,
+                                                const internal::Digest& chunk_id,
+                                                const internal::ChunkLocation& loc);
+  Result<std::shared_ptr<File>> PackForRead(int64_t pack_id);
+
+  Result<internal::Digest> ResolveRef(const std::string& ref);
+  Result<internal::ObjectRow> LoadObject(const internal::Digest& id);
+};
+
+namespace internal {
+
+// Collects the chunks and objects of one or more publishes and commits them
+// in one index transaction. Pack bytes are written as chunks arrive; the
+// pack is synced before the transaction that makes them reachable.
+class PublishSession {
+ public:
+  explicit PublishSession(Store::Impl* store) : store_(store) {}
+  ~PublishSession();
+
+  Result<PublishResult> AddSource(Source& source, const std::string& name);
+  Result<PublishResult> AddPrepared(const PreparedObject::State& prepared, const std::string& name);
+  // Commits everything added; fills in name versions in results().
+  Status Commit();
+  std::vector<PublishResult>& results() { return results_; }
+
+ private:
+  friend class SessionSink;
+  Status WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+                    const std::vector<uint8_t>& packed, PublishResult* result);
+  Status FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
+                      const std::string& name, PublishResult result);
+  void Abort();
+
+  Store::Impl* store_;
+  std::unique_ptr<PackWriter> writer_;
+  std::vector<std::pair<Digest, ChunkLocation>> new_chunks_;
+  std::unordered_set<Digest, DigestHash> written_;
+  std::vector<ObjectRow> objects_;
+  std::vector<std::pair<std::string, Digest>> names_;  // "" for no name
+  std::vector<PublishResult> results_;
+  bool done_ = false;
+};
+
+}  // namespace internal
+
+struct PreparedObject::State {
+  enum class Kind { kFile, kBytes, kSpill };
+  internal::Digest id;
+  std::string id_str;
+  uint64_t size = 0;
+  std::vector<internal::ManifestEntry> entries;
+  Kind kind = Kind::kBytes;
+  std::unique_ptr<internal::FileSource> file;
+  const uint8_t* bytes = nullptr;
+  std::unique_ptr<File> spill;
+  const Store::Impl* owner = nullptr;
+
+  // A nested class may reach PreparedObject's private members.
+  static PreparedObject Wrap(std::unique_ptr<State> state) {
+    PreparedObject p;
+    p.state_ = std::move(state);
+    return p;
+  }
+
+  // Reads n bytes of the original content at offset.
+  Status ReadContent(uint64_t offset, uint8_t* buf, size_t n) const;
+};
+
+}  // namespace chunkstore
