@@ -103,10 +103,34 @@ int CmdPublish(const Globals& g, const std::vector<std::string>& inputs, const s
   return kOk;
 }
 
-int CmdCat(const Globals& g, const std::string& ref, int64_t offset, int64_t length,
-           const std::string& out_path) {
-  if (offset < 0) return Fail(Status::InvalidArgument("--offset cannot be negative"), kUsage);
-  if (length < -1) return Fail(Status::InvalidArgument("--length cannot be negative"), kUsage);
+// Parses a byte count: digits only, at most 2^63 - 1.
+chunkstore::Result<int64_t> ParseCount(const std::string& flag, const std::string& text) {
+  if (!text.empty() && text[0] == '-')
+    return Status::InvalidArgument(flag + " cannot be negative");
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return Status::InvalidArgument(flag + " takes a number of bytes, not '" + text + "'");
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX))
+    return Status::InvalidArgument(flag + " " + text + " is too large");
+  return static_cast<int64_t>(v);
+}
+
+int CatRange(const Globals& g, const std::string& ref, int64_t offset, int64_t length,
+             const std::string& out_path);
+
+int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_text,
+           const std::string& length_text, const std::string& out_path) {
+  auto offset = ParseCount("--offset", offset_text.empty() ? "0" : offset_text);
+  if (!offset.ok()) return Fail(offset.status(), kUsage);
+  chunkstore::Result<int64_t> length = int64_t{-1};
+  if (!length_text.empty()) length = ParseCount("--length", length_text);
+  if (!length.ok()) return Fail(length.status(), kUsage);
+  return CatRange(g, ref, *offset, *length, out_path);
+}
+
+int CatRange(const Globals& g, const std::string& ref, int64_t offset, int64_t length,
+             const std::string& out_path) {
   auto store = OpenStore(g, false);
   if (!store.ok()) return FailOpen(store.status());
   auto reader = (*store)->OpenReader(ref);
@@ -193,8 +217,7 @@ int main(int argc, char** argv) {
   publish->add_option("inputs", inputs, "Files to publish, - for stdin")->required()->option_text("PATH...");
   publish->add_option("--name", name, "Catalog name for the (single) input")->option_text("NAME");
 
-  std::string ref, out_path;
-  int64_t offset = 0, length = -1;
+  std::string ref, out_path, offset, length;
   auto* cat = app.add_subcommand("cat", "Write an object's verified bytes to stdout");
   cat->add_option("ref", ref, "Object id, id prefix, NAME, NAME@N or NAME@latest")->required();
   cat->add_option("--offset", offset, "First byte to write (default 0)")->option_text("N");

@@ -202,7 +202,9 @@ class ObjectReader final : public Reader {
           std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin() - 1);
       if (i != cur_index_) {
         Result<Bytes> b = sequential && entries_.size() > 1 ? FetchSequential(i) : Fetch(i);
-        if (!b.ok()) return b.status();
+        // Bytes already verified are handed out; the failure comes back on
+        // the next call, which starts at the damaged chunk.
+        if (!b.ok()) return done > 0 ? Result<size_t>(done) : Result<size_t>(b.status());
         cur_ = std::move(*b);
         cur_index_ = i;
       }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what chunkstore needs to build and test on Debian 12, with apt-get.
+# Idempotent: packages already present are left alone. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# Optional extras for sanitizer/fuzz builds and measurement scripts.
+if [ "${CHUNKSTORE_EXTRA_PACKAGES:-0}" = 1 ]; then
+  packages+=(clang libclang-rt-dev hyperfine python3)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

@@ -1,0 +1,138 @@
+// Pack record framing, manifests and compression: round trips and every
+// kind of damage the decoders must refuse without reading out of bounds.
+#include "compress.h"
+#include "manifest.h"
+#include "pack_format.h"
+#include "test_util.h"
+
+namespace chunkstore::internal {
+namespace {
+
+RecordHeader SampleHeader() {
+  RecordHeader h;
+  h.codec = Codec::kZlib;
+  h.raw_len = 5000;
+  h.stored_len = 1234;
+  h.chunk_id = Sha256::Of("chunk", 5);
+  h.xxh64 = 0x0123456789abcdefULL;
+  return h;
+}
+
+TEST(RecordHeader, RoundTrip) {
+  uint8_t buf[kRecordHeaderSize];
+  const RecordHeader h = SampleHeader();
+  EncodeRecordHeader(h, buf);
+  auto d = DecodeRecordHeader(buf, sizeof buf);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->codec, h.codec);
+  EXPECT_EQ(d->raw_len, h.raw_len);
+  EXPECT_EQ(d->stored_len, h.stored_len);
+  EXPECT_EQ(d->chunk_id, h.chunk_id);
+  EXPECT_EQ(d->xxh64, h.xxh64);
+}
+
+TEST(RecordHeader, EveryFlippedByteIsDetected) {
+  uint8_t good[kRecordHeaderSize];
+  EncodeRecordHeader(SampleHeader(), good);
+  for (size_t i = 0; i < 60; ++i) {  // bytes 60..63 are reserved padding
+    uint8_t bad[kRecordHeaderSize];
+    std::memcpy(bad, good, sizeof bad);
+    bad[i] ^= 0x40;
+    EXPECT_TRUE(DecodeRecordHeader(bad, sizeof bad).status().IsCorruption()) << "byte " << i;
+  }
+}
+
+TEST(RecordHeader, RejectsTruncatedAndImpossible) {
+  uint8_t buf[kRecordHeaderSize];
+  EncodeRecordHeader(SampleHeader(), buf);
+  EXPECT_TRUE(DecodeRecordHeader(buf, 63).status().IsCorruption());
+
+  RecordHeader huge = SampleHeader();
+  huge.raw_len = 0xffffffffu;  // would be an unbounded allocation
+  EncodeRecordHeader(huge, buf);
+  EXPECT_TRUE(DecodeRecordHeader(buf, sizeof buf).status().IsCorruption());
+
+  RecordHeader grow = SampleHeader();
+  grow.stored_len = grow.raw_len + 1;  // compression never grows what we store
+  EncodeRecordHeader(grow, buf);
+  EXPECT_TRUE(DecodeRecordHeader(buf, sizeof buf).status().IsCorruption());
+
+  RecordHeader raw = SampleHeader();
+  raw.codec = Codec::kRaw;  // raw records have stored == raw
+  EncodeRecordHeader(raw, buf);
+  EXPECT_TRUE(DecodeRecordHeader(buf, sizeof buf).status().IsCorruption());
+
+  EncodeRecordHeader(SampleHeader(), buf);
+  buf[4] = 7;  // unknown codec, with a recomputed check so only the codec is wrong
+  const uint32_t check = static_cast<uint32_t>(XxHash64(buf, 56));
+  for (int i = 0; i < 4; ++i) buf[56 + i] = static_cast<uint8_t>(check >> (8 * i));
+  auto s = DecodeRecordHeader(buf, sizeof buf).status();
+  EXPECT_TRUE(s.IsCorruption());
+  EXPECT_NE(s.message().find("codec"), std::string::npos) << s.message();
+}
+
+TEST(PackHeader, RoundTripAndRejects) {
+  uint8_t buf[kPackHeaderSize];
+  EncodePackHeader(buf);
+  EXPECT_TRUE(DecodePackHeader(buf, sizeof buf).ok());
+  EXPECT_TRUE(DecodePackHeader(buf, 8).IsCorruption());
+  buf[8] = 9;
+  EXPECT_TRUE(DecodePackHeader(buf, sizeof buf).IsUnsupported());
+  buf[0] = 'X';
+  EXPECT_TRUE(DecodePackHeader(buf, sizeof buf).IsCorruption());
+}
+
+TEST(Manifest, RoundTrip) {
+  std::vector<ManifestEntry> entries = {{Sha256::Of("a", 1), 10}, {Sha256::Of("b", 1), 70000}};
+  const std::string blob = EncodeManifest(entries);
+  EXPECT_EQ(blob.size(), 2 * kManifestEntrySize);
+  auto d = DecodeManifest(blob.data(), blob.size(), 70010);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[1].id, entries[1].id);
+  EXPECT_EQ((*d)[1].length, 70000u);
+  EXPECT_TRUE(DecodeManifest(nullptr, 0, 0).ok());  // the empty object
+}
+
+TEST(Manifest, RejectsDamage) {
+  std::vector<ManifestEntry> entries = {{Sha256::Of("a", 1), 10}};
+  std::string blob = EncodeManifest(entries);
+  EXPECT_TRUE(DecodeManifest(blob.data(), blob.size() - 1, 10).status().IsCorruption());
+  EXPECT_TRUE(DecodeManifest(blob.data(), blob.size(), 11).status().IsCorruption());
+  std::string zero = EncodeManifest({{Sha256::Of("a", 1), 0}});
+  EXPECT_TRUE(DecodeManifest(zero.data(), zero.size(), 0).status().IsCorruption());
+  std::string huge = EncodeManifest({{Sha256::Of("a", 1), 0xffffffffu}});
+  EXPECT_TRUE(DecodeManifest(huge.data(), huge.size(), 0xffffffffu).status().IsCorruption());
+}
+
+TEST(Compress, RandomDataIsLeftRaw) {
+  const auto data = testing::RandomBytes(1 << 20, 5);
+  std::vector<uint8_t> out;
+  EXPECT_FALSE(TryCompress(data.data(), data.size(), &out));
+  CompressOptions no_sample;
+  no_sample.sample_first = false;
+  EXPECT_FALSE(TryCompress(data.data(), data.size(), &out, no_sample));
+}
+
+TEST(Compress, TextShrinksAndRoundTrips) {
+  std::string text;
+  while (text.size() < 300000) text += "the quick brown fox jumps over the lazy dog " + std::to_string(text.size()) + "\n";
+  std::vector<uint8_t> out, back;
+  ASSERT_TRUE(TryCompress(reinterpret_cast<const uint8_t*>(text.data()), text.size(), &out));
+  EXPECT_LE(out.size() + text.size() / 16, text.size());
+  ASSERT_TRUE(Decompress(out.data(), out.size(), text.size(), &back).ok());
+  EXPECT_EQ(std::string(back.begin(), back.end()), text);
+}
+
+TEST(Compress, DamagedStreamIsCorruption) {
+  std::string text(100000, 'z');
+  std::vector<uint8_t> out, back;
+  ASSERT_TRUE(TryCompress(reinterpret_cast<const uint8_t*>(text.data()), text.size(), &out));
+  EXPECT_TRUE(Decompress(out.data(), out.size(), text.size() + 1, &back).IsCorruption());
+  out[out.size() / 2] ^= 0xff;
+  EXPECT_TRUE(Decompress(out.data(), out.size(), text.size(), &back).IsCorruption());
+  EXPECT_TRUE(Decompress(out.data(), 3, text.size(), &back).IsCorruption());
+}
+
+}  // namespace
+}  // namespace chunkstore::internal

@@ -1,0 +1,88 @@
+// Helpers shared by the tests: deterministic random bytes, temporary
+// directories, and reading a whole object.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chunkstore/store.h"
+
+namespace chunkstore::testing {
+
+inline std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
+  std::vector<uint8_t> out(n);
+  std::mt19937_64 rng(seed);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(out.data() + i, &v, 8);
+  }
+  for (; i < n; ++i) out[i] = static_cast<uint8_t>(rng());
+  return out;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "chunkstore-test-XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr) std::abort();
+    path_ = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline void WriteFile(const std::string& path, const std::vector<uint8_t>& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  ASSERT_TRUE(f.good()) << path;
+}
+
+inline std::vector<uint8_t> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+// Reads an object through the verifying reader, in reads of `step` bytes.
+inline Result<std::vector<uint8_t>> ReadObject(Store& store, const std::string& ref,
+                                               size_t step = 1 << 20) {
+  auto r = store.OpenReader(ref);
+  if (!r.ok()) return r.status();
+  std::vector<uint8_t> out((*r)->size());
+  size_t pos = 0;
+  while (pos < out.size()) {
+    auto n = (*r)->Read(out.data() + pos, std::min(step, out.size() - pos));
+    if (!n.ok()) return n.status();
+    if (*n == 0) return Status::IOError("short object");
+    pos += *n;
+  }
+  return out;
+}
+
+// Small chunks keep multi-chunk tests fast.
+inline Options SmallChunks() {
+  Options o;
+  o.chunking.min_size = 1024;
+  o.chunking.avg_size = 4096;
+  o.chunking.max_size = 16384;
+  return o;
+}
+
+}  // namespace chunkstore::testing
