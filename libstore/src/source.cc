@@ -13,7 +13,7 @@ namespace chunkstore::internal {
 
 Result<size_t> BytesSource::Read(uint8_t* buf, size_t n) {
   const size_t count = std::min(n, n_ - pos_);
-  std::memcpy(buf, data_ + pos_, count);
+  if (count != 0) std::memcpy(buf, data_ + pos_, count);
   pos_ += count;
   return count;
 }

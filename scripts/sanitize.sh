@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds and runs the test suite under AddressSanitizer + UndefinedBehavior-
+# Sanitizer (build-asan/) and ThreadSanitizer (build-tsan/). Any report fails.
+# Usage: scripts/sanitize.sh [asan|tsan]...   (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kinds=("$@")
+[ ${#kinds[@]} -eq 0 ] && kinds=(asan tsan)
+for kind in "${kinds[@]}"; do
+  case "$kind" in
+    asan) flags="address,undefined" ;;
+    tsan) flags="thread" ;;
+    *) echo "sanitize.sh: unknown kind $kind (asan or tsan)" >&2; exit 2 ;;
+  esac
+  cmake -S . -B "build-$kind" -DCMAKE_BUILD_TYPE=Debug -DCHUNKSTORE_SANITIZE="$flags" \
+    -DCHUNKSTORE_BUILD_BENCH=OFF >/dev/null
+  cmake --build "build-$kind" -j"$(nproc)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir "build-$kind" --output-on-failure -j"$(nproc)"
+done
