@@ -3,6 +3,8 @@
 // a user can act on (no SQLite jargon leaks out).
 #include "index.h"
 
+#include "sql.h"
+
 #include <cstring>
 
 namespace chunkstore::internal {
@@ -29,7 +31,8 @@ CREATE TABLE objects(
   size INTEGER NOT NULL,
   chunk_count INTEGER NOT NULL,
   manifest BLOB NOT NULL,
-  created INTEGER NOT NULL) WITHOUT ROWID;
+  created INTEGER NOT NULL,
+  pinned INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE names(
   name TEXT NOT NULL,
   version INTEGER NOT NULL,
@@ -38,60 +41,6 @@ CREATE TABLE names(
   PRIMARY KEY(name, version)) WITHOUT ROWID;
 CREATE INDEX names_by_object ON names(object);
 )sql";
-
-// A prepared statement that resets itself when a query is done with it.
-class Stmt {
- public:
-  Stmt() = default;
-  ~Stmt() { sqlite3_finalize(s_); }
-  sqlite3_stmt** addr() { return &s_; }
-  sqlite3_stmt* get() { return s_; }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-};
-
-class Use {
- public:
-  explicit Use(Stmt& s) : s_(s.get()) {}
-  ~Use() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  Use& Blob(int i, const void* p, size_t n) {
-    sqlite3_bind_blob(s_, i, p, static_cast<int>(n), SQLITE_STATIC);
-    return *this;
-  }
-  Use& Id(int i, const Digest& d) { return Blob(i, d.bytes.data(), 32); }
-  Use& Int(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Use& Text(int i, const std::string& t) {
-    sqlite3_bind_text(s_, i, t.data(), static_cast<int>(t.size()), SQLITE_STATIC);
-    return *this;
-  }
-  int Step() { return sqlite3_step(s_); }
-  int64_t ColInt(int i) { return sqlite3_column_int64(s_, i); }
-  std::string ColText(int i) {
-    const auto* p = sqlite3_column_text(s_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(s_, i))
-             : std::string();
-  }
-  std::string ColBlob(int i) {
-    const void* p = sqlite3_column_blob(s_, i);
-    return p ? std::string(static_cast<const char*>(p), sqlite3_column_bytes(s_, i))
-             : std::string();
-  }
-  bool ColId(int i, Digest* d) {
-    if (sqlite3_column_bytes(s_, i) != 32) return false;
-    std::memcpy(d->bytes.data(), sqlite3_column_blob(s_, i), 32);
-    return true;
-  }
-
- private:
-  sqlite3_stmt* s_;
-};
 
 }  // namespace
 
@@ -224,8 +173,10 @@ Status Index::Prepare() {
       {&st_->set_pack_size, "UPDATE packs SET size=?2 WHERE id=?1"},
       {&st_->find_pack, "SELECT id, name, size FROM packs WHERE id=?1"},
       {&st_->list_packs, "SELECT id, name, size FROM packs ORDER BY id"},
-      {&st_->find_object, "SELECT size, chunk_count, manifest, created FROM objects WHERE id=?1"},
-      {&st_->insert_object, "INSERT OR IGNORE INTO objects VALUES(?1,?2,?3,?4,?5)"},
+      {&st_->find_object, "SELECT size, chunk_count, manifest, created, pinned FROM objects WHERE id=?1"},
+      {&st_->insert_object,
+       "INSERT INTO objects VALUES(?1,?2,?3,?4,?5,?6) "
+       "ON CONFLICT(id) DO UPDATE SET pinned = max(pinned, excluded.pinned)"},
       {&st_->find_prefix, "SELECT id FROM objects WHERE id>=?1 AND id<=?2 LIMIT ?3"},
       {&st_->max_version, "SELECT max(version) FROM names WHERE name=?1"},
       {&st_->insert_name, "INSERT INTO names VALUES(?1,?2,?3,?4)"},
@@ -341,6 +292,7 @@ Result<std::optional<ObjectRow>> Index::FindObject(const Digest& id) {
   row.chunk_count = static_cast<uint32_t>(u.ColInt(1));
   row.manifest = u.ColBlob(2);
   row.created = u.ColInt(3);
+  row.pinned = u.ColInt(4) != 0;
   return std::optional<ObjectRow>(std::move(row));
 }
 
@@ -350,7 +302,8 @@ Status Index::InsertObject(const ObjectRow& row) {
       .Int(2, static_cast<int64_t>(row.size))
       .Int(3, row.chunk_count)
       .Blob(4, row.manifest.data(), row.manifest.size())
-      .Int(5, row.created);
+      .Int(5, row.created)
+      .Int(6, row.pinned ? 1 : 0);
   if (u.Step() != SQLITE_DONE) return Error("cannot record an object");
   return Status::OK();
 }

@@ -40,6 +40,7 @@ struct ObjectRow {
   uint32_t chunk_count = 0;
   std::string manifest;
   int64_t created = 0;  // unix seconds
+  bool pinned = false;  // published without a name: live until removed
 };
 
 struct PackRow {
@@ -97,12 +98,16 @@ class Index {
   // version 0 means the latest.
   Result<std::optional<NameRow>> FindName(const std::string& name, int64_t version);
 
+  // For the catalog, gc and verify queries (sql.h). Same locking rules.
+  sqlite3* db() const { return db_; }
+  Status Exec(const char* sql);
+  // Translates the connection's last error into a Status about `what`.
+  Status Error(const char* what) const;
+
  private:
   explicit Index(sqlite3* db);
-  Status Exec(const char* sql);
   Status Prepare();
   Status LoadMeta();
-  Status Error(const char* what) const;
 
   sqlite3* db_;
   StoreMeta meta_;

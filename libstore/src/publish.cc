@@ -66,13 +66,33 @@ Status internal::PackWriter::Flush() {
 }
 
 Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
-  {
-    std::lock_guard<std::mutex> l(writers_mu);
-    if (!idle_writers.empty()) {
-      auto w = std::move(idle_writers.back());
+  // Idle writers keep their file open but not their lock, so a gc in
+  // another process may compact their pack meanwhile; re-take the lock and
+  // re-check the pack's row before appending again.
+  for (;;) {
+    std::unique_ptr<PackWriter> w;
+    {
+      std::lock_guard<std::mutex> l(writers_mu);
+      if (idle_writers.empty()) break;
+      w = std::move(idle_writers.back());
       idle_writers.pop_back();
-      return w;
     }
+    Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(w->path);
+    if (!lock.ok()) continue;  // someone else writes it now
+    w->lock = std::move(*lock);
+    std::optional<PackRow> row;
+    {
+      std::lock_guard<std::mutex> l(db_mu);
+      Result<std::optional<PackRow>> r = index->FindPack(w->id);
+      if (!r.ok()) return r.status();
+      row = *r;
+    }
+    if (!row || row->name != w->name || row->size >= options.pack_target_size) continue;
+    Result<uint64_t> len = w->file->Size();
+    if (!len.ok() || *len < row->size) continue;
+    if (*len > row->size) CHUNKSTORE_RETURN_IF_ERROR(w->file->Truncate(row->size));
+    w->committed = w->size = row->size;
+    return w;
   }
   // Adopt a committed pack with room that no other writer holds.
   std::vector<PackRow> packs;
@@ -110,8 +130,12 @@ Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
     w->committed = w->size = row->size;
     return w;
   }
-  // A new pack, under a random name so writers in other processes never
-  // collide; it becomes part of the store when its row commits.
+  return NewPackWriter();
+}
+
+Result<std::unique_ptr<PackWriter>> Store::Impl::NewPackWriter() {
+  // A random name, so writers in other processes never collide; the pack
+  // becomes part of the store when its row commits.
   auto w = std::make_unique<PackWriter>();
   w->name = RandomPackName();
   w->path = packs_dir() + "/" + w->name;
@@ -141,6 +165,7 @@ void Store::Impl::ReleaseWriter(std::unique_ptr<PackWriter> w, bool clean) {
     w->size = w->committed;
   }
   if (w->size >= options.pack_target_size) return;  // full: closing releases the lock
+  w->lock.reset();
   std::lock_guard<std::mutex> l(writers_mu);
   idle_writers.push_back(std::move(w));
 }
@@ -160,8 +185,13 @@ class SessionSink final : public IngestSink {
 
   Status Accept(IngestedChunk& c) override {
     entries.push_back({c.id, c.length});
-    if (c.known || session_->written_.count(c.id)) {
+    if (session_->written_.count(c.id)) {
       ++result_->reused_chunks;
+      return Status::OK();
+    }
+    if (c.known) {
+      ++result_->reused_chunks;
+      session_->reused_.push_back(c.id);
       return Status::OK();
     }
     return session_->WriteChunk(c.id, c.data, c.length, c.compressed, c.packed, result_);
@@ -222,6 +252,7 @@ Status PublishSession::FinishObject(const Digest& id, uint64_t size,
   row.chunk_count = static_cast<uint32_t>(entries.size());
   row.manifest = EncodeManifest(entries);
   row.created = NowSeconds();
+  row.pinned = name.empty();
   objects_.push_back(std::move(row));
   names_.emplace_back(name, id);
   result.id = id.ObjectId();
@@ -272,6 +303,7 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p
     }
     if (known) {
       ++result.reused_chunks;
+      if (!written_.count(e.id)) reused_.push_back(e.id);
     } else {
       // Only new chunks are read again, and they are hashed again: what
       // goes into the pack must be what the id promises.
@@ -318,6 +350,15 @@ Status PublishSession::Commit() {
       } else {
         s = index->SetPackSize(pack_id, writer_->size);
       }
+    }
+    // A gc that ran since these chunks were found may have removed them;
+    // committing would leave the object pointing at nothing.
+    for (size_t i = 0; s.ok() && i < reused_.size(); ++i) {
+      Result<std::optional<ChunkLocation>> loc = index->FindChunk(reused_[i]);
+      if (!loc.ok()) s = loc.status();
+      else if (!loc->has_value())
+        s = Status::Busy("a concurrent gc removed chunk " + reused_[i].Hex() +
+                         ", which this publish reuses; publish again");
     }
     for (auto& [id, loc] : new_chunks_) {
       if (!s.ok()) break;

@@ -42,6 +42,34 @@ void ChunkCache::Put(const Digest& id, Bytes bytes) {
 
 // ---- chunk loading -------------------------------------------------------
 
+Status internal::CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
+                             bool quick, std::vector<uint8_t>* raw) {
+  if (loc.stored_len > kMaxRecordLength || loc.raw_len > kMaxRecordLength)
+    return Status::Corruption("the index records impossible lengths");
+  std::vector<uint8_t> record(kRecordHeaderSize + loc.stored_len);
+  size_t got = 0;
+  CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, record.size(), record.data(), &got));
+  if (got != record.size()) return Status::Corruption("the pack file is truncated");
+  Result<RecordHeader> h = DecodeRecordHeader(record.data(), kRecordHeaderSize);
+  if (!h.ok()) return h.status();
+  if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
+      h->codec != loc.codec || h->xxh64 != loc.xxh64)
+    return Status::Corruption("the record header does not match the index");
+  const uint8_t* payload = record.data() + kRecordHeaderSize;
+  if (XxHash64(payload, loc.stored_len) != loc.xxh64)
+    return Status::Corruption("stored bytes fail their xxHash64 check");
+  if (quick) return Status::OK();
+  if (loc.codec == Codec::kZlib) {
+    CHUNKSTORE_RETURN_IF_ERROR(Decompress(payload, loc.stored_len, loc.raw_len, raw));
+  } else {
+    record.erase(record.begin(), record.begin() + kRecordHeaderSize);
+    *raw = std::move(record);
+  }
+  if (Sha256::Of(raw->data(), raw->size()) != id)
+    return Status::Corruption("content does not match its SHA-256");
+  return Status::OK();
+}
+
 Result<std::shared_ptr<File>> Store::Impl::PackForRead(int64_t pack_id) {
   {
     std::lock_guard<std::mutex> l(packs_mu);
@@ -69,7 +97,7 @@ Result<std::shared_ptr<File>> Store::Impl::PackForRead(int64_t pack_id) {
 }
 
 Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, const Digest& id,
-                                                 const ChunkLocation& loc) {
+                                                 const ChunkLocation& loc, bool keep) {
   if (ChunkCache::Bytes hit = cache.Get(id)) return hit;
   const std::string where = " (pack #" + std::to_string(loc.pack_id) + ", offset " +
                             std::to_string(loc.offset) + ")";
@@ -82,33 +110,12 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
     if (pack.status().IsCorruption()) return corrupt(pack.status().message());
     return pack.status();
   }
-  if (loc.stored_len > kMaxRecordLength || loc.raw_len > kMaxRecordLength)
-    return corrupt("the index records impossible lengths");
-  std::vector<uint8_t> record(kRecordHeaderSize + loc.stored_len);
-  size_t got = 0;
-  CHUNKSTORE_RETURN_IF_ERROR((*pack)->ReadAt(loc.offset, record.size(), record.data(), &got));
-  if (got != record.size()) return corrupt("the pack file is truncated");
-  Result<RecordHeader> h = DecodeRecordHeader(record.data(), kRecordHeaderSize);
-  if (!h.ok()) return corrupt(h.status().message());
-  if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
-      h->codec != loc.codec || h->xxh64 != loc.xxh64)
-    return corrupt("the record header does not match the index");
-  const uint8_t* payload = record.data() + kRecordHeaderSize;
-  if (XxHash64(payload, loc.stored_len) != loc.xxh64)
-    return corrupt("stored bytes fail their xxHash64 check");
-  std::shared_ptr<std::vector<uint8_t>> raw;
-  if (loc.codec == Codec::kZlib) {
-    raw = std::make_shared<std::vector<uint8_t>>();
-    Status s = Decompress(payload, loc.stored_len, loc.raw_len, raw.get());
-    if (!s.ok()) return corrupt(s.message());
-  } else {
-    record.erase(record.begin(), record.begin() + kRecordHeaderSize);
-    raw = std::make_shared<std::vector<uint8_t>>(std::move(record));
-  }
-  if (Sha256::Of(raw->data(), raw->size()) != id)
-    return corrupt("content does not match its SHA-256");
+  auto raw = std::make_shared<std::vector<uint8_t>>();
+  Status s = CheckRecord(**pack, id, loc, false, raw.get());
+  if (s.IsCorruption()) return corrupt(s.message());
+  CHUNKSTORE_RETURN_IF_ERROR(s);
   ChunkCache::Bytes bytes = std::move(raw);
-  cache.Put(id, bytes);
+  if (keep) cache.Put(id, bytes);
   return bytes;
 }
 
@@ -163,8 +170,23 @@ class ObjectReader final : public Reader {
  private:
   using Bytes = ChunkCache::Bytes;
 
-  Result<Bytes> Fetch(size_t i) {
-    return store_->LoadChunk(id_, entries_[i].id, locs_[i]);
+  // keep: whether the verified chunk goes into the store's cache. Streaming
+  // reads would only evict what random reads come back for, so they skip it.
+  Result<Bytes> Fetch(size_t i, bool keep = true) {
+    Result<Bytes> r = store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
+    if (r.ok() || !r.status().IsCorruption()) return r;
+    // A gc may have moved the chunk to another pack since this reader
+    // looked it up; only a failure at the chunk's current home counts.
+    std::optional<ChunkLocation> now;
+    {
+      std::lock_guard<std::mutex> l(store_->db_mu);
+      Result<std::optional<ChunkLocation>> loc = store_->index->FindChunk(entries_[i].id);
+      if (!loc.ok()) return r;
+      now = *loc;
+    }
+    if (!now || (now->pack_id == locs_[i].pack_id && now->offset == locs_[i].offset)) return r;
+    locs_[i] = *now;
+    return store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
   }
 
   // Sequential reads verify the next chunks on other threads while the
@@ -181,11 +203,11 @@ class ObjectReader final : public Reader {
       ahead_.pop_front();
     } else {
       ahead_.clear();
-      r = Fetch(i);
+      r = Fetch(i, false);
     }
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
     while (ahead_.size() < depth_ && next < entries_.size()) {
-      ahead_.emplace_back(next, std::async(std::launch::async, [this, next] { return Fetch(next); }));
+      ahead_.emplace_back(next, std::async(std::launch::async, [this, next] { return Fetch(next, false); }));
       ++next;
     }
     return r;

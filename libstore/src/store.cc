@@ -130,6 +130,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Opti
       CHUNKSTORE_RETURN_IF_ERROR(env->RenameFile(fresh, index_path));
       if (options.sync) CHUNKSTORE_RETURN_IF_ERROR(env->SyncDir(dir));
     }
+  } else if (options.error_if_exists) {
+    return Status::InvalidArgument(dir + " is already a chunkstore store");
   }
   Result<std::unique_ptr<Index>> index =
       Index::Open(index_path, nullptr, options.sync, options.busy_timeout_ms);
@@ -205,13 +207,49 @@ Result<PublishResult> Store::PublishPull(const PullFn& pull, const std::string& 
 
 // ---- batches -------------------------------------------------------------
 
+namespace {
+
+// Reports bytes read to a progress callback, at most every 256 KiB.
+class ProgressSource final : public Source {
+ public:
+  ProgressSource(Source& in, const std::function<void(uint64_t)>& fn, uint64_t* total)
+      : in_(in), fn_(fn), total_(total) {}
+  Result<size_t> Read(uint8_t* buf, size_t n) override {
+    Result<size_t> r = in_.Read(buf, n);
+    if (r.ok()) {
+      *total_ += *r;
+      if (*total_ - reported_ >= (256u << 10) || *r == 0) {
+        reported_ = *total_;
+        fn_(*total_);
+      }
+    }
+    return r;
+  }
+  const uint8_t* Whole() const override { return nullptr; }
+  std::optional<uint64_t> Size() const override { return in_.Size(); }
+  std::string Describe() const override { return in_.Describe(); }
+
+ private:
+  Source& in_;
+  const std::function<void(uint64_t)>& fn_;
+  uint64_t* total_;
+  uint64_t reported_ = 0;
+};
+
+}  // namespace
+
 struct Batch::Impl {
   explicit Impl(Store::Impl* store) : session(store) {}
   PublishSession session;
   bool failed = false;
+  std::function<void(uint64_t)> progress;
+  uint64_t progress_total = 0;
 
-  Result<PublishResult> Add(Source& src, const std::string& name) {
+  Result<PublishResult> Add(Source& src_in, const std::string& name) {
     if (failed) return Status::InvalidArgument("the batch already failed or was committed");
+    std::optional<ProgressSource> counted;
+    if (progress) counted.emplace(src_in, progress, &progress_total);
+    Source& src = counted ? static_cast<Source&>(*counted) : src_in;
     Result<PublishResult> r = session.AddSource(src, name);
     if (!r.ok()) failed = true;
     return r;
@@ -247,6 +285,10 @@ Result<PublishResult> Batch::AddPrepared(const PreparedObject& prepared, const s
   Result<PublishResult> r = impl_->session.AddPrepared(*prepared.state_, name);
   if (!r.ok()) impl_->failed = true;
   return r;
+}
+
+void Batch::SetProgress(std::function<void(uint64_t)> progress) {
+  impl_->progress = std::move(progress);
 }
 
 Result<std::vector<PublishResult>> Batch::Commit() {

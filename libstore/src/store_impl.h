@@ -54,6 +54,13 @@ struct PackWriter {
   Status Flush();
 };
 
+// Reads the record of chunk id at loc and checks it: header, agreement
+// with the index, xxHash64 of the stored bytes and, unless quick, the
+// SHA-256 of the inflated content (left in *raw). Corruption says what
+// failed, without naming an object.
+Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc, bool quick,
+                   std::vector<uint8_t>* raw);
+
 }  // namespace internal
 
 struct Store::Impl {
@@ -82,12 +89,18 @@ struct Store::Impl {
   std::string tmp_dir() const { return root + "/tmp"; }
 
   Result<std::unique_ptr<internal::PackWriter>> AcquireWriter();
+  // A new, locked, empty pack file (header written, not yet in the index).
+  Result<std::unique_ptr<internal::PackWriter>> NewPackWriter();
+  // gc: moves a pack's indexed chunks to a new pack; the caller holds the
+  // old pack's lock and deletes its file afterwards.
+  Status CompactPack(const internal::PackRow& old);
   void ReleaseWriter(std::unique_ptr<internal::PackWriter> w, bool clean);
 
   // Verified bytes of one chunk. object_id names the object in errors.
   Result<internal::ChunkCache::Bytes> LoadChunk(const std::string& object_id,
                                                 const internal::Digest& chunk_id,
-                                                const internal::ChunkLocation& loc);
+                                                const internal::ChunkLocation& loc,
+                                                bool keep = true);
   Result<std::shared_ptr<File>> PackForRead(int64_t pack_id);
 
   Result<internal::Digest> ResolveRef(const std::string& ref);
@@ -122,6 +135,7 @@ class PublishSession {
   std::unique_ptr<PackWriter> writer_;
   std::vector<std::pair<Digest, ChunkLocation>> new_chunks_;
   std::unordered_set<Digest, DigestHash> written_;
+  std::vector<Digest> reused_;  // taken from the index, re-checked at commit
   std::vector<ObjectRow> objects_;
   std::vector<std::pair<std::string, Digest>> names_;  // "" for no name
   std::vector<PublishResult> results_;

@@ -22,6 +22,8 @@ struct Options {
   // Create the store when the directory is missing or empty (default true).
   // A non-empty directory that is not a store is never touched.
   bool create_if_missing = true;
+  // Fail with InvalidArgument if the store already exists (default false).
+  bool error_if_exists = false;
   // fsync pack data and the index before a publish returns (default true).
   // With false, a crash may lose recent publishes, but never corrupts older
   // ones.

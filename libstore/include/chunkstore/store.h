@@ -49,6 +49,89 @@ struct ChunkInfo {
   uint32_t length = 0;
 };
 
+struct ObjectInfo {
+  std::string id;
+  uint64_t size = 0;
+  uint64_t chunks = 0;
+  uint64_t stored_bytes = 0;        // pack bytes of its distinct chunks, headers included
+  uint64_t compressed_chunks = 0;   // distinct chunks stored zlib-compressed
+  int64_t created = 0;              // unix seconds of the first publish
+  bool pinned = false;              // published without a name: kept until removed
+  std::vector<std::string> names;   // names whose latest version is this object
+};
+
+// One version of a catalog name.
+struct NameEntry {
+  std::string name;
+  int64_t version = 0;  // 1 = first
+  std::string id;
+  uint64_t size = 0;
+  int64_t created = 0;  // unix seconds this version was recorded
+};
+
+struct GcOptions {
+  // Report what would be reclaimed without changing anything.
+  bool dry_run = false;
+  // Rewrite packs whose live bytes fall below this fraction (default 0.5).
+  double compact_below = 0.5;
+  // Pack files the index does not know (left by crashed writers) are
+  // deleted only once unmodified this long (default 1 hour): a writer's new
+  // pack is unknown to the index until its first commit.
+  int64_t orphan_grace_seconds = 3600;
+};
+
+struct GcReport {
+  uint64_t objects_removed = 0;    // unnamed, unpinned objects dropped
+  uint64_t chunks_removed = 0;
+  uint64_t packs_deleted = 0;
+  uint64_t packs_compacted = 0;
+  uint64_t packs_skipped = 0;      // held by a writer right now; next gc takes them
+  uint64_t bytes_reclaimed = 0;    // file bytes freed (or that would be)
+};
+
+struct VerifyOptions {
+  // Check the xxHash64 of stored bytes only, not the SHA-256 of content.
+  bool quick = false;
+  // Objects to check; empty means the whole store (and index vs packs).
+  std::vector<std::string> refs;
+};
+
+struct VerifyProblem {
+  std::string kind;       // "corrupt-chunk", "missing-chunk", "bad-manifest", "missing-pack",
+                          // "short-pack", "orphan-pack" (orphan-pack is a warning only)
+  std::string object_id;  // may be empty
+  std::string chunk_id;   // may be empty
+  std::string pack;       // pack file name, may be empty
+  uint64_t offset = 0;
+  std::string message;
+};
+
+struct VerifyReport {
+  uint64_t objects_checked = 0;
+  uint64_t chunks_checked = 0;
+  uint64_t bytes_checked = 0;  // stored bytes read
+  std::vector<VerifyProblem> problems;
+  // True when some problem is damage (anything but a warning).
+  bool corrupt() const;
+};
+
+struct StoreStats {
+  uint64_t objects = 0;
+  uint64_t names = 0;          // distinct names
+  uint64_t chunks = 0;
+  uint64_t logical_bytes = 0;  // sum of object sizes
+  uint64_t unique_bytes = 0;   // raw bytes of distinct chunks
+  uint64_t stored_bytes = 0;   // pack bytes of indexed records, headers included
+  uint64_t pack_count = 0;
+  uint64_t pack_bytes = 0;     // size of committed pack data
+  uint64_t garbage_bytes = 0;  // pack bytes no indexed chunk uses
+  double dedupe_ratio() const { return unique_bytes ? double(logical_bytes) / unique_bytes : 1.0; }
+  double compression_ratio() const {
+    const uint64_t payload = stored_bytes - chunks * 64;
+    return payload ? double(unique_bytes) / payload : 1.0;
+  }
+};
+
 // The result of Store::Prepare*: the object's id and chunk list, computed
 // without writing to the store. Publish it with Store::Publish. Move-only.
 class PreparedObject {
@@ -136,6 +219,34 @@ class Store {
   // The object's chunks, in order.
   Result<std::vector<ChunkInfo>> Chunks(const std::string& ref);
 
+  // True if ref resolves to a stored object (malformed refs are errors).
+  Result<bool> Exists(const std::string& ref);
+  Result<ObjectInfo> Stat(const std::string& ref);
+  // The latest version of every name starting with prefix, sorted by name.
+  Result<std::vector<NameEntry>> List(const std::string& prefix = {});
+  // Objects no name points at, oldest first (for `ls --all`).
+  Result<std::vector<ObjectInfo>> ListUnnamed();
+  // Every version of a name, newest first. NotFound if the name is unknown.
+  Result<std::vector<NameEntry>> History(const std::string& name);
+  // Points name at an existing object, as its next version.
+  Result<NameEntry> Tag(const std::string& ref, const std::string& name);
+  // Forgets a name and its whole history. Objects stay; an object that no
+  // name points at and that was never published unnamed becomes garbage.
+  Status RemoveName(const std::string& name);
+  // Forgets an object and every name version that points at it; its chunks
+  // become garbage unless other objects share them.
+  Status RemoveObject(const std::string& ref);
+
+  // Reclaims the space of chunks no live object needs. Safe against crashes
+  // at any point and against readers and publishers in other processes; one
+  // gc runs at a time per store (Busy otherwise).
+  Result<GcReport> Gc(const GcOptions& options = {});
+  // Re-reads and checks stored data (see VerifyOptions). A damaged store is
+  // reported in the result, not as an error; errors mean verify itself
+  // could not run.
+  Result<VerifyReport> Verify(const VerifyOptions& options = {});
+  Result<StoreStats> Stats();
+
   // The chunking this store uses (fixed when it was created).
   const ChunkerParams& chunking() const;
   // The directory, or "" for an in-memory store.
@@ -159,6 +270,9 @@ class Batch {
   Result<PublishResult> AddBytes(const void* data, size_t n, const std::string& name = {});
   Result<PublishResult> AddStream(std::istream& in, const std::string& name = {});
   Result<PublishResult> AddPrepared(const PreparedObject& prepared, const std::string& name = {});
+  // Called with the total input bytes read so far, from the publishing
+  // thread, at most every few hundred KiB. Set before Add*.
+  void SetProgress(std::function<void(uint64_t bytes)> progress);
   // Makes every added object visible at once, durably. After Commit (or a
   // failed Add), the batch accepts nothing more.
   Result<std::vector<PublishResult>> Commit();

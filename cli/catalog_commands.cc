@@ -1,0 +1,263 @@
+// The catalog and maintenance subcommands: stat, ls, log, tag, rm, gc,
+// verify, stats and chunks.
+#include <iostream>
+
+#include "common.h"
+
+namespace cli {
+
+using chunkstore::Status;
+
+namespace {
+
+std::string Short(const std::string& id) { return id.substr(0, 7 + 16); }
+
+void NameJson(Json& j, const chunkstore::NameEntry& e) {
+  j.BeginObject().Key("name").Str(e.name).Key("version").Int(e.version).Key("id").Str(e.id);
+  j.Key("size").Num(e.size).Key("created").Str(IsoTime(e.created)).EndObject();
+}
+
+}  // namespace
+
+int CmdStat(const Globals& g, const std::string& ref) {
+  OPEN_OR_FAIL(store, false);
+  auto info = store.Stat(ref);
+  if (!info.ok()) return Fail(info.status());
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("id").Str(info->id).Key("size").Num(info->size).Key("chunks").Num(info->chunks);
+    j.Key("stored_bytes").Num(info->stored_bytes).Key("compressed_chunks").Num(info->compressed_chunks);
+    j.Key("created").Str(IsoTime(info->created)).Key("pinned").Bool(info->pinned);
+    j.Key("names").BeginArray();
+    for (const auto& n : info->names) j.Str(n);
+    j.EndArray().EndObject();
+    Print(j.str() + "\n");
+    return kOk;
+  }
+  std::string names;
+  for (const auto& n : info->names) names += (names.empty() ? "" : ", ") + n;
+  Print("id:          " + info->id + "\nsize:        " + HumanSize(info->size) + " (" +
+        std::to_string(info->size) + " bytes)\nchunks:      " + std::to_string(info->chunks) +
+        "\nstored:      " + HumanSize(info->stored_bytes) + " (" + std::to_string(info->stored_bytes) +
+        " bytes, distinct chunks with headers)\ncompression: " +
+        std::to_string(info->compressed_chunks) + " of its distinct chunks stored compressed\ncreated:     " +
+        HumanTime(info->created) + "\nkept:        " +
+        (info->pinned ? "yes (published without a name)" : "while a name points at it") +
+        "\nnames:       " + (names.empty() ? "(none)" : names) + "\n");
+  return kOk;
+}
+
+int CmdLs(const Globals& g, const std::string& prefix, bool all) {
+  OPEN_OR_FAIL(store, false);
+  auto names = store.List(prefix);
+  if (!names.ok()) return Fail(names.status());
+  std::vector<chunkstore::ObjectInfo> unnamed;
+  if (all) {
+    auto u = store.ListUnnamed();
+    if (!u.ok()) return Fail(u.status());
+    unnamed = std::move(*u);
+  }
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("names").BeginArray();
+    for (const auto& e : *names) NameJson(j, e);
+    j.EndArray();
+    if (all) {
+      j.Key("unnamed").BeginArray();
+      for (const auto& o : unnamed)
+        j.BeginObject().Key("id").Str(o.id).Key("size").Num(o.size).Key("created").Str(IsoTime(o.created)).EndObject();
+      j.EndArray();
+    }
+    j.EndObject();
+    Print(j.str() + "\n");
+    return kOk;
+  }
+  std::string out;
+  for (const auto& e : *names)
+    out += e.name + "  " + HumanSize(e.size) + "  " + HumanTime(e.created) + "  " + Short(e.id) + "\n";
+  for (const auto& o : unnamed)
+    out += "-  " + HumanSize(o.size) + "  " + HumanTime(o.created) + "  " + Short(o.id) + "\n";
+  Print(out);
+  return kOk;
+}
+
+int CmdLog(const Globals& g, const std::string& name) {
+  OPEN_OR_FAIL(store, false);
+  auto versions = store.History(name);
+  if (!versions.ok()) return Fail(versions.status());
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("name").Str(name).Key("versions").BeginArray();
+    for (const auto& e : *versions) NameJson(j, e);
+    j.EndArray().EndObject();
+    Print(j.str() + "\n");
+    return kOk;
+  }
+  std::string out;
+  for (const auto& e : *versions)
+    out += name + "@" + std::to_string(e.version) + "  " + HumanTime(e.created) + "  " +
+           HumanSize(e.size) + "  " + e.id + "\n";
+  Print(out);
+  return kOk;
+}
+
+int CmdTag(const Globals& g, const std::string& ref, const std::string& name) {
+  Status v = chunkstore::ValidateName(name);
+  if (!v.ok()) return Fail(v, kUsage);
+  OPEN_OR_FAIL(store, false);
+  auto e = store.Tag(ref, name);
+  if (!e.ok()) return Fail(e.status());
+  if (g.json) {
+    Json j;
+    NameJson(j, *e);
+    Print(j.str() + "\n");
+  } else if (!g.quiet) {
+    Print(e->name + "@" + std::to_string(e->version) + "  " + e->id + "\n");
+  }
+  return kOk;
+}
+
+int CmdRm(const Globals& g, const std::vector<std::string>& names, const std::string& object) {
+  if (names.empty() == object.empty())
+    return Fail(Status::InvalidArgument("rm takes names, or --object REF, but not both"), kUsage);
+  OPEN_OR_FAIL(store, false);
+  Json j;
+  j.BeginObject().Key("removed").BeginArray();
+  if (!object.empty()) {
+    auto id = store.Resolve(object);
+    if (!id.ok()) return Fail(id.status());
+    Status s = store.RemoveObject(*id);
+    if (!s.ok()) return Fail(s);
+    j.Str(*id);
+  }
+  // Every name is tried; the exit code reports the first failure.
+  int code = kOk;
+  for (const std::string& n : names) {
+    Status s = store.RemoveName(n);
+    if (!s.ok()) {
+      const int c = Fail(s);
+      if (code == kOk) code = c;
+      continue;
+    }
+    j.Str(n);
+  }
+  j.EndArray().EndObject();
+  if (g.json) Print(j.str() + "\n");
+  return code;
+}
+
+int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_seconds) {
+  if (compact_below < 0 || compact_below > 1)
+    return Fail(Status::InvalidArgument("--compact-below must be between 0 and 1"), kUsage);
+  if (grace_seconds < 0)
+    return Fail(Status::InvalidArgument("--orphan-grace cannot be negative"), kUsage);
+  OPEN_OR_FAIL(store, false);
+  chunkstore::GcOptions o;
+  o.dry_run = dry_run;
+  o.compact_below = compact_below;
+  o.orphan_grace_seconds = grace_seconds;
+  auto r = store.Gc(o);
+  if (!r.ok()) return Fail(r.status());
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("dry_run").Bool(dry_run).Key("bytes_reclaimed").Num(r->bytes_reclaimed);
+    j.Key("objects_removed").Num(r->objects_removed).Key("chunks_removed").Num(r->chunks_removed);
+    j.Key("packs_deleted").Num(r->packs_deleted).Key("packs_compacted").Num(r->packs_compacted);
+    j.Key("packs_skipped").Num(r->packs_skipped).EndObject();
+    Print(j.str() + "\n");
+  } else if (!g.quiet) {
+    Print(std::string(dry_run ? "would reclaim " : "reclaimed ") + HumanSize(r->bytes_reclaimed) + ": " +
+          std::to_string(r->objects_removed) + " objects and " + std::to_string(r->chunks_removed) +
+          " chunks dropped, " + std::to_string(r->packs_deleted) + " packs deleted, " +
+          std::to_string(r->packs_compacted) + " compacted" +
+          (r->packs_skipped ? ", " + std::to_string(r->packs_skipped) + " busy packs skipped" : "") + "\n");
+  }
+  return kOk;
+}
+
+int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick) {
+  OPEN_OR_FAIL(store, false);
+  chunkstore::VerifyOptions o;
+  o.refs = refs;
+  o.quick = quick;
+  auto r = store.Verify(o);
+  if (!r.ok()) return Fail(r.status());
+  const bool corrupt = r->corrupt();
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("ok").Bool(!corrupt).Key("quick").Bool(quick);
+    j.Key("objects_checked").Num(r->objects_checked).Key("chunks_checked").Num(r->chunks_checked);
+    j.Key("bytes_checked").Num(r->bytes_checked).Key("problems").BeginArray();
+    for (const auto& p : r->problems) {
+      j.BeginObject().Key("kind").Str(p.kind).Key("object").Str(p.object_id).Key("chunk").Str(p.chunk_id);
+      j.Key("pack").Str(p.pack).Key("offset").Num(p.offset).Key("message").Str(p.message).EndObject();
+    }
+    j.EndArray().EndObject();
+    Print(j.str() + "\n");
+  } else {
+    std::string out;
+    for (const auto& p : r->problems) {
+      out += p.kind;
+      if (!p.object_id.empty()) out += " object " + p.object_id;
+      if (!p.chunk_id.empty()) out += " chunk " + p.chunk_id;
+      if (!p.pack.empty()) out += " pack " + p.pack + " offset " + std::to_string(p.offset);
+      out += ": " + p.message + "\n";
+    }
+    if (!g.quiet || corrupt) std::cout << out;
+    if (!g.quiet)
+      std::cout << (corrupt ? "DAMAGED: " : "ok: ") << r->objects_checked << " objects, "
+                << r->chunks_checked << " chunks, " << HumanSize(r->bytes_checked) << " checked"
+                << (quick ? " (quick: xxHash64 only)" : "") << "\n";
+    std::cout << std::flush;
+  }
+  return corrupt ? kIntegrity : kOk;
+}
+
+int CmdStats(const Globals& g) {
+  OPEN_OR_FAIL(store, false);
+  auto st = store.Stats();
+  if (!st.ok()) return Fail(st.status());
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("objects").Num(st->objects).Key("names").Num(st->names).Key("chunks").Num(st->chunks);
+    j.Key("logical_bytes").Num(st->logical_bytes).Key("unique_bytes").Num(st->unique_bytes);
+    j.Key("stored_bytes").Num(st->stored_bytes).Key("dedupe_ratio").Real(st->dedupe_ratio());
+    j.Key("compression_ratio").Real(st->compression_ratio()).Key("pack_count").Num(st->pack_count);
+    j.Key("pack_bytes").Num(st->pack_bytes).Key("garbage_bytes").Num(st->garbage_bytes).EndObject();
+    Print(j.str() + "\n");
+    return kOk;
+  }
+  char ratios[96];
+  std::snprintf(ratios, sizeof ratios, "dedupe ratio:      %.2fx\ncompression ratio: %.2fx\n",
+                st->dedupe_ratio(), st->compression_ratio());
+  Print("objects:           " + std::to_string(st->objects) + "\nnames:             " +
+        std::to_string(st->names) + "\nchunks:            " + std::to_string(st->chunks) +
+        "\nlogical bytes:     " + HumanSize(st->logical_bytes) + "\nunique bytes:      " +
+        HumanSize(st->unique_bytes) + "\nstored bytes:      " + HumanSize(st->stored_bytes) + "\n" +
+        ratios + "packs:             " + std::to_string(st->pack_count) + " (" +
+        HumanSize(st->pack_bytes) + ")\ngarbage:           " + HumanSize(st->garbage_bytes) + "\n");
+  return kOk;
+}
+
+int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params) {
+  Status v = params.Validate();
+  if (!v.ok()) return Fail(v, kUsage);
+  auto chunks = chunkstore::ChunkFile(path, params);
+  if (!chunks.ok()) return Fail(chunks.status(), kFailure);
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("chunks").BeginArray();
+    for (const auto& c : *chunks)
+      j.BeginObject().Key("offset").Num(c.offset).Key("length").Num(c.length).Key("id").Str(c.id).EndObject();
+    j.EndArray().EndObject();
+    Print(j.str() + "\n");
+    return kOk;
+  }
+  std::string out;
+  for (const auto& c : *chunks)
+    out += std::to_string(c.offset) + " " + std::to_string(c.length) + " " + c.id + "\n";
+  Print(out);
+  return kOk;
+}
+
+}  // namespace cli

@@ -1,0 +1,275 @@
+// The chunkstore subcommands over the library (see main.cc for parsing).
+#include "commands.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "common.h"
+
+namespace cli {
+
+using chunkstore::Result;
+using chunkstore::Status;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// A one-line progress bar on a terminal's stderr.
+class Progress {
+ public:
+  Progress(uint64_t total) : total_(total), start_(Clock::now()) {}
+  void Update(uint64_t done) {
+    const auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+    std::string line = "\r" + HumanSize(done);
+    if (total_) {
+      const int width = 24;
+      const int fill = static_cast<int>(std::min<uint64_t>(done, total_) * width / total_);
+      line = "\r[" + std::string(fill, '#') + std::string(width - fill, '.') + "] " +
+             HumanSize(done) + " / " + HumanSize(total_);
+    }
+    line += "  " + HumanSize(static_cast<uint64_t>(rate)) + "/s";
+    if (total_ && rate > 0 && done < total_)
+      line += "  ETA " + std::to_string(static_cast<int>((total_ - done) / rate) + 1) + "s";
+    std::fprintf(stderr, "%-78s", line.c_str());
+    shown_ = true;
+  }
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r%78s\r", "");
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  uint64_t total_;
+  Clock::time_point start_, last_{};
+  bool shown_ = false;
+};
+
+struct Input {
+  std::string path;  // "-" for stdin
+  std::string name;
+};
+
+}  // namespace
+
+std::string StoreDir(const Globals& g) {
+  if (!g.store_dir.empty()) return g.store_dir;
+  if (const char* d = std::getenv("CHUNKSTORE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/chunkstore";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/share/chunkstore";
+  return ".chunkstore";
+}
+
+int FailOpen(const Status& s) {
+  return Fail(s, s.IsNotFound() ? kNotFound : s.IsCorruption() ? kIntegrity : kFailure);
+}
+
+Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create) {
+  chunkstore::Options o;
+  o.create_if_missing = create;
+  return chunkstore::Store::Open(StoreDir(g), o);
+}
+
+void Print(const std::string& s) { std::cout << s << std::flush; }
+
+int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression) {
+  Status v = params.Validate();
+  if (!v.ok()) return Fail(v, kUsage);
+  chunkstore::Options o;
+  o.chunking = params;
+  o.compression = !no_compression;
+  o.error_if_exists = true;
+  auto store = chunkstore::Store::Open(StoreDir(g), o);
+  if (!store.ok()) return FailOpen(store.status());
+  const auto& c = (*store)->chunking();
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("store").Str((*store)->dir()).Key("chunk_min").Num(c.min_size);
+    j.Key("chunk_avg").Num(c.avg_size).Key("chunk_max").Num(c.max_size).Key("level").Int(c.level);
+    j.Key("compression").Bool(!no_compression).EndObject();
+    Print(j.str() + "\n");
+  } else if (!g.quiet) {
+    Print("created store " + (*store)->dir() + " (chunks " + std::to_string(c.min_size) + "/" +
+          std::to_string(c.avg_size) + "/" + std::to_string(c.max_size) + ", level " +
+          std::to_string(c.level) + ", compression " + (no_compression ? "off" : "on") + ")\n");
+  }
+  return kOk;
+}
+
+int CmdPublish(const Globals& g, const PublishArgs& a) {
+  std::vector<Input> inputs;
+  uint64_t total = 0;
+  for (const std::string& in : a.inputs) {
+    std::error_code ec;
+    if (in != "-" && fs::is_directory(in, ec)) {
+      std::vector<std::string> files;
+      fs::recursive_directory_iterator it(in, ec), end;
+      if (ec) return Fail(Status::IOError("cannot read directory " + in + ": " + ec.message()), kFailure);
+      for (; it != end; it.increment(ec)) {
+        if (ec) return Fail(Status::IOError("cannot read directory " + in + ": " + ec.message()), kFailure);
+        if (it->is_regular_file(ec)) files.push_back(it->path().string());
+      }
+      std::sort(files.begin(), files.end());
+      for (const std::string& f : files) {
+        std::string name;
+        if (!a.name_prefix.empty())
+          name = a.name_prefix + "/" + fs::path(f).lexically_relative(in).generic_string();
+        inputs.push_back({f, name});
+        total += fs::file_size(f, ec);
+      }
+      continue;
+    }
+    if (in != "-") total += fs::file_size(in, ec);
+    inputs.push_back({in, a.name});
+  }
+  if (!a.name.empty() && inputs.size() != 1)
+    return Fail(Status::InvalidArgument("--name needs exactly one input file"), kUsage);
+  for (const Input& in : inputs) {
+    if (in.name.empty()) continue;
+    Status v = chunkstore::ValidateName(in.name);
+    if (!v.ok()) return Fail(v.WithContext("cannot name " + in.path), kUsage);
+  }
+  OPEN_OR_FAIL(store, true);
+  auto batch = store.NewBatch();
+  std::unique_ptr<Progress> progress;
+  const bool has_stdin = std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return i.path == "-"; });
+  if (!g.quiet && ::isatty(STDERR_FILENO) && (total > (8u << 20) || has_stdin)) {
+    progress = std::make_unique<Progress>(has_stdin ? 0 : total);
+    batch->SetProgress([p = progress.get()](uint64_t done) { p->Update(done); });
+  }
+  for (const Input& in : inputs) {
+    auto r = in.path == "-" ? batch->AddStream(std::cin, in.name) : batch->AddFile(in.path, in.name);
+    if (!r.ok()) {
+      progress.reset();
+      // Problems with an input are failures (1); damaged store data is 4.
+      return Fail(r.status(), r.status().IsCorruption() ? kIntegrity : kFailure);
+    }
+  }
+  auto done = batch->Commit();
+  progress.reset();
+  if (!done.ok()) return Fail(done.status(), kFailure);
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("published").BeginArray();
+    for (size_t i = 0; i < done->size(); ++i) {
+      const auto& r = (*done)[i];
+      j.BeginObject().Key("id").Str(r.id).Key("input").Str(inputs[i].path).Key("size").Num(r.size);
+      j.Key("new_bytes").Num(r.new_bytes).Key("chunks").Num(r.chunks).Key("reused_chunks").Num(r.reused_chunks);
+      if (!r.name.empty()) j.Key("name").Str(r.name).Key("version").Int(r.version);
+      j.EndObject();
+    }
+    j.EndArray().EndObject();
+    Print(j.str() + "\n");
+  } else if (!g.quiet) {
+    std::string out;
+    for (size_t i = 0; i < done->size(); ++i) out += (*done)[i].id + "  " + inputs[i].path + "\n";
+    Print(out);
+  }
+  return kOk;
+}
+
+namespace {
+
+// Parses a byte count: digits only, at most 2^63 - 1.
+Result<int64_t> ParseCount(const std::string& flag, const std::string& text) {
+  if (!text.empty() && text[0] == '-') return Status::InvalidArgument(flag + " cannot be negative");
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return Status::InvalidArgument(flag + " takes a number of bytes, not '" + text + "'");
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX))
+    return Status::InvalidArgument(flag + " " + text + " is too large");
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_text,
+           const std::string& length_text, const std::string& out_path) {
+  auto offset = ParseCount("--offset", offset_text.empty() ? "0" : offset_text);
+  if (!offset.ok()) return Fail(offset.status(), kUsage);
+  Result<int64_t> length = int64_t{-1};
+  if (!length_text.empty()) length = ParseCount("--length", length_text);
+  if (!length.ok()) return Fail(length.status(), kUsage);
+  OPEN_OR_FAIL(store, false);
+  auto reader = store.OpenReader(ref);
+  if (!reader.ok()) return Fail(reader.status());
+  chunkstore::Reader& r = **reader;
+  const uint64_t start = std::min<uint64_t>(static_cast<uint64_t>(*offset), r.size());
+  uint64_t remaining = r.size() - start;
+  if (*length >= 0) remaining = std::min<uint64_t>(remaining, static_cast<uint64_t>(*length));
+  Status s = r.Seek(start);
+  if (!s.ok()) return Fail(s);
+
+  int fd = STDOUT_FILENO;
+  std::string tmp;
+  if (!out_path.empty() && out_path != "-") {
+    // Written beside the target and renamed at the end, so a failed read
+    // never leaves a partial file under the requested name.
+    tmp = out_path + ".chunkstore-tmp-XXXXXX";
+    fd = ::mkstemp(tmp.data());
+    if (fd < 0) return Fail(Status::IOError("cannot create " + tmp + ": " + std::strerror(errno)), kFailure);
+    const mode_t mask = ::umask(0);  // mkstemp makes 0600; give the usual mode
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+  }
+  auto discard = [&] {
+    if (!tmp.empty()) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+    }
+  };
+  std::vector<char> buf(1 << 20);
+  while (remaining > 0) {
+    auto n = r.Read(buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining)));
+    if (!n.ok()) {
+      discard();
+      return Fail(n.status());
+    }
+    if (*n == 0) break;
+    if (!WriteAll(fd, buf.data(), *n)) {
+      const int err = errno;
+      discard();
+      if (err == EPIPE) return kFailure;  // the reader went away: nothing to say
+      return Fail(Status::IOError(std::string("cannot write output: ") + std::strerror(err)), kFailure);
+    }
+    remaining -= *n;
+  }
+  if (!tmp.empty()) {
+    if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), out_path.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      return Fail(Status::IOError("cannot write " + out_path + ": " + std::strerror(err)), kFailure);
+    }
+  }
+  return kOk;
+}
+
+}  // namespace cli

@@ -1,0 +1,38 @@
+// The chunkstore subcommands. Each returns the process exit code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chunkstore/chunker.h"
+
+namespace cli {
+
+struct Globals {
+  std::string store_dir;  // empty: the default location
+  bool quiet = false;
+  bool json = false;
+};
+
+struct PublishArgs {
+  std::vector<std::string> inputs;
+  std::string name;
+  std::string name_prefix;
+};
+
+int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression);
+int CmdPublish(const Globals& g, const PublishArgs& a);
+int CmdCat(const Globals& g, const std::string& ref, const std::string& offset,
+           const std::string& length, const std::string& out_path);
+int CmdStat(const Globals& g, const std::string& ref);
+int CmdLs(const Globals& g, const std::string& prefix, bool all);
+int CmdLog(const Globals& g, const std::string& name);
+int CmdTag(const Globals& g, const std::string& ref, const std::string& name);
+int CmdRm(const Globals& g, const std::vector<std::string>& names, const std::string& object);
+int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_seconds);
+int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick);
+int CmdStats(const Globals& g);
+int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params);
+
+}  // namespace cli

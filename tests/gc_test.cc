@@ -1,0 +1,200 @@
+// Garbage collection: what it reclaims, what it keeps, dry runs, crashes at
+// every step, and readers and publishers running alongside it.
+#include "fault_env.h"
+#include "test_util.h"
+
+namespace chunkstore {
+namespace {
+
+using testing::RandomBytes;
+using testing::ReadObject;
+
+uint64_t DirBytes(const std::string& dir) {
+  uint64_t n = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) n += e.file_size();
+  return n;
+}
+
+GcOptions Now() {
+  GcOptions o;
+  o.orphan_grace_seconds = 0;
+  return o;
+}
+
+class GcTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen(Env* env = nullptr) {
+    store_.reset();
+    Options o = testing::SmallChunks();
+    o.env = env;
+    store_ = *Store::Open(dir_ / "s", o);
+  }
+  std::string Put(const std::vector<uint8_t>& d, const std::string& name) {
+    auto r = store_->PublishBytes(d.data(), d.size(), name);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->id : "";
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(GcTest, ReclaimsRemovedObjectsAndKeepsTheRest) {
+  std::vector<std::vector<uint8_t>> data;
+  for (int i = 0; i < 4; ++i) {
+    data.push_back(RandomBytes(400000, i + 1));
+    Put(data[i], "obj" + std::to_string(i));
+  }
+  const auto pinned = RandomBytes(50000, 99);
+  ASSERT_TRUE(store_->PublishBytes(pinned.data(), pinned.size()).ok());  // unnamed: kept
+  const uint64_t before = DirBytes(dir_ / "s/packs");
+  ASSERT_TRUE(store_->RemoveName("obj0").ok());
+  ASSERT_TRUE(store_->RemoveName("obj1").ok());
+  ASSERT_TRUE(store_->RemoveName("obj2").ok());
+
+  auto dry = store_->Gc([] { GcOptions o = Now(); o.dry_run = true; return o; }());
+  ASSERT_TRUE(dry.ok());
+  EXPECT_EQ(dry->objects_removed, 3u);
+  EXPECT_GT(dry->bytes_reclaimed, 1000000u);
+  EXPECT_EQ(DirBytes(dir_ / "s/packs"), before);  // a dry run changes nothing
+  EXPECT_EQ(store_->ListUnnamed()->size(), 4u);
+
+  auto r = store_->Gc(Now());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->objects_removed, 3u);
+  EXPECT_GT(r->chunks_removed, 100u);
+  EXPECT_EQ(r->packs_compacted, 1u);
+  const uint64_t after = DirBytes(dir_ / "s/packs");
+  EXPECT_LT(after, before / 2);
+  EXPECT_EQ(before - after, r->bytes_reclaimed);
+  EXPECT_EQ(*ReadObject(*store_, "obj3"), data[3]);
+  auto v = store_->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
+  EXPECT_EQ(store_->Stats()->garbage_bytes, 0u);
+  // Nothing left to do.
+  auto again = store_->Gc(Now());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->bytes_reclaimed, 0u);
+}
+
+TEST_F(GcTest, DeletesWhollyDeadPacksAndSharedChunksSurvive) {
+  const auto base = RandomBytes(300000, 5);
+  auto edited = base;
+  edited[150000] ^= 1;
+  Put(base, "base");
+  Put(edited, "edited");  // shares most chunks with base
+  ASSERT_TRUE(store_->RemoveName("base").ok());
+  ASSERT_TRUE(store_->Gc(Now()).ok());
+  EXPECT_EQ(*ReadObject(*store_, "edited"), edited);
+  ASSERT_TRUE(store_->RemoveName("edited").ok());
+  auto r = store_->Gc(Now());
+  ASSERT_TRUE(r.ok());
+  EXPECT_GE(r->packs_deleted, 1u);
+  EXPECT_EQ(DirBytes(dir_ / "s/packs"), 0u);
+  EXPECT_EQ(store_->Stats()->chunks, 0u);
+}
+
+TEST_F(GcTest, OnlyOneGcAtATime) {
+  auto lock = Env::Posix()->TryLockFile(dir_ / "s/GC.lock");
+  ASSERT_TRUE(lock.ok());
+  EXPECT_TRUE(store_->Gc().status().IsBusy());
+}
+
+TEST_F(GcTest, OrphanPackFilesGoOnlyAfterTheGracePeriod) {
+  Put(RandomBytes(1000, 1), "x");
+  testing::WriteFile(dir_ / "s/packs/pack-00000000deadbeef.pack", RandomBytes(100, 2));
+  ASSERT_TRUE(store_->Gc().ok());  // default grace: a fresh file stays
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "s/packs/pack-00000000deadbeef.pack"));
+  ASSERT_TRUE(store_->Gc(Now()).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "s/packs/pack-00000000deadbeef.pack"));
+}
+
+TEST_F(GcTest, ReaderOpenedBeforeCompactionStillReads) {
+  const auto keep = RandomBytes(200000, 1);
+  Put(RandomBytes(600000, 2), "drop");
+  Put(keep, "keep");
+  auto reader = store_->OpenReader("keep");  // caches chunk locations now
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE(store_->RemoveName("drop").ok());
+  // A second store handle plays the other process: it compacts and deletes
+  // the old pack.
+  {
+    auto other = *Store::Open(dir_ / "s");
+    auto r = other->Gc(Now());
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->packs_compacted, 1u);
+  }
+  std::vector<uint8_t> buf(keep.size());
+  auto n = (*reader)->ReadAt(0, buf.data(), buf.size());
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(buf, keep);
+}
+
+TEST_F(GcTest, PublishReusingAChunkGcRemovedFailsInsteadOfDangling) {
+  const auto d = RandomBytes(100000, 3);
+  Put(d, "a");
+  ASSERT_TRUE(store_->RemoveName("a").ok());
+  // The batch sees d's chunks as present...
+  auto batch = store_->NewBatch();
+  auto added = batch->AddBytes(d.data(), d.size(), "again");
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(added->new_bytes, 0u);
+  // ...then gc removes them before the batch commits.
+  auto other = *Store::Open(dir_ / "s");
+  ASSERT_TRUE(other->Gc(Now()).ok());
+  auto c = batch->Commit();
+  ASSERT_TRUE(c.status().IsBusy()) << c.status().ToString();
+  EXPECT_TRUE(store_->Resolve("again").status().IsNotFound());
+  // Publishing again works and reads back.
+  Put(d, "again");
+  EXPECT_EQ(*ReadObject(*store_, "again"), d);
+}
+
+TEST_F(GcTest, FailureAtEveryStepLosesNothingAndARerunFinishes) {
+  testing::FaultEnv env(Env::Posix());
+  Reopen(&env);
+  std::vector<std::vector<uint8_t>> keep;
+  for (int i = 0; i < 3; ++i) {
+    keep.push_back(RandomBytes(150000, 10 + i));
+    Put(keep.back(), "keep" + std::to_string(i));
+    Put(RandomBytes(300000, 20 + i), "drop" + std::to_string(i));
+  }
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store_->RemoveName("drop" + std::to_string(i)).ok());
+  // Count the file operations of one clean gc on a copy.
+  std::filesystem::copy(dir_ / "s", dir_ / "copy", std::filesystem::copy_options::recursive);
+  int total;
+  {
+    Options o = testing::SmallChunks();
+    o.env = &env;
+    auto copy = *Store::Open(dir_ / "copy", o);
+    env.FailAt(0);
+    ASSERT_TRUE(copy->Gc(Now()).ok());
+    total = env.count();
+  }
+  ASSERT_GT(total, 2);
+  for (int n = 1; n <= total; ++n) {
+    Reopen(&env);
+    env.FailAt(n);
+    auto r = store_->Gc(Now());
+    env.FailAt(0);
+    for (int i = 0; i < 3; ++i) {
+      auto back = ReadObject(*store_, "keep" + std::to_string(i));
+      ASSERT_TRUE(back.ok()) << "failure point " << n << ": " << back.status().ToString();
+      EXPECT_EQ(*back, keep[i]);
+    }
+    if (!r.ok()) {
+      EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+    }
+  }
+  Reopen();
+  ASSERT_TRUE(store_->Gc(Now()).ok());
+  auto v = store_->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
+  EXPECT_EQ(store_->Stats()->garbage_bytes, 0u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*ReadObject(*store_, "keep" + std::to_string(i)), keep[i]);
+}
+
+}  // namespace
+}  // namespace chunkstore

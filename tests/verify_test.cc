@@ -1,0 +1,112 @@
+// verify: a clean store passes; each kind of damage is found and named.
+#include <sqlite3.h>
+
+#include "test_util.h"
+
+namespace chunkstore {
+namespace {
+
+using testing::RandomBytes;
+
+class VerifyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = *Store::Open(dir_ / "s", testing::SmallChunks());
+    data_ = RandomBytes(100000, 1);
+    id_ = s->PublishBytes(data_.data(), data_.size(), "a")->id;
+    other_ = s->PublishBytes("other", 5, "b")->id;
+    chunks_ = *s->Chunks(id_);
+  }
+  std::unique_ptr<Store> Open() { return *Store::Open(dir_ / "s"); }
+  std::string Pack() {
+    for (auto& e : std::filesystem::directory_iterator(dir_ / "s/packs")) return e.path();
+    return "";
+  }
+  void Flip(uint64_t offset) {
+    std::fstream f(Pack(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    char c;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  testing::TempDir dir_;
+  std::vector<uint8_t> data_;
+  std::string id_, other_;
+  std::vector<ChunkInfo> chunks_;
+};
+
+TEST_F(VerifyTest, CleanStorePasses) {
+  auto r = Open()->Verify();
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->corrupt());
+  EXPECT_TRUE(r->problems.empty());
+  EXPECT_EQ(r->objects_checked, 2u);
+  EXPECT_EQ(r->chunks_checked, chunks_.size() + 1);
+}
+
+TEST_F(VerifyTest, FlippedPayloadByteNamesObjectChunkPackAndOffset) {
+  Flip(16 + 64 + 5);  // first chunk's payload
+  for (bool quick : {false, true}) {
+    VerifyOptions o;
+    o.quick = quick;
+    auto r = Open()->Verify(o);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->corrupt());
+    ASSERT_EQ(r->problems.size(), 1u);
+    const auto& p = r->problems[0];
+    EXPECT_EQ(p.kind, "corrupt-chunk");
+    EXPECT_EQ(p.object_id, id_);
+    EXPECT_EQ(p.chunk_id, chunks_[0].id);
+    EXPECT_EQ(p.pack, std::filesystem::path(Pack()).filename().string());
+    EXPECT_EQ(p.offset, 16u);
+  }
+  // Checking only the other object passes: damage stays with its chunk.
+  VerifyOptions just_b;
+  just_b.refs = {"b"};
+  auto r = Open()->Verify(just_b);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->corrupt());
+  EXPECT_EQ(*testing::ReadObject(*Open(), "b"), (std::vector<uint8_t>{'o', 't', 'h', 'e', 'r'}));
+}
+
+TEST_F(VerifyTest, MissingPackAndMissingChunkRow) {
+  std::filesystem::rename(Pack(), dir_ / "moved");
+  auto r = Open()->Verify();
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->corrupt());
+  EXPECT_EQ(r->problems[0].kind, "missing-pack");
+  std::filesystem::rename(dir_ / "moved", dir_ / "s/packs" / std::filesystem::path(dir_ / "moved").filename());
+}
+
+TEST_F(VerifyTest, DeletedChunkRowIsAMissingChunk) {
+  sqlite3* db;
+  ASSERT_EQ(sqlite3_open((dir_ / "s/index.db").c_str(), &db), SQLITE_OK);
+  const std::string sql = "DELETE FROM chunks WHERE hex(id) = upper('" + chunks_[1].id + "')";
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto r = Open()->Verify();
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->corrupt());
+  EXPECT_EQ(r->problems[0].kind, "missing-chunk");
+  EXPECT_EQ(r->problems[0].object_id, id_);
+  EXPECT_EQ(r->problems[0].chunk_id, chunks_[1].id);
+}
+
+TEST_F(VerifyTest, OrphanPackIsOnlyAWarning) {
+  testing::WriteFile(dir_ / "s/packs/pack-0000000000000001.pack", RandomBytes(10, 1));
+  auto r = Open()->Verify();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].kind, "orphan-pack");
+  EXPECT_FALSE(r->corrupt());
+}
+
+TEST_F(VerifyTest, UnknownRefIsAnError) {
+  VerifyOptions o;
+  o.refs = {"nope"};
+  EXPECT_TRUE(Open()->Verify(o).status().IsNotFound());
+}
+
+}  // namespace
+}  // namespace chunkstore
