@@ -7,6 +7,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <csignal>
+#include <thread>
+
+#include "json_lite.h"
 #include "test_util.h"
 
 extern char** environ;
@@ -244,8 +248,10 @@ TEST_F(Cli, DefaultStoreComesFromEnvironment) {
 
 TEST_F(Cli, HelpFitsOneHundredColumnsOnStdout) {
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--help"}, {"publish", "--help"}, {"cat", "--help"},
-        {"chunks", "--help"}}) {
+       {std::vector<std::string>{"--help"}, {"init", "--help"}, {"publish", "--help"},
+        {"cat", "--help"}, {"stat", "--help"}, {"ls", "--help"}, {"log", "--help"},
+        {"tag", "--help"}, {"rm", "--help"}, {"gc", "--help"}, {"verify", "--help"},
+        {"stats", "--help"}, {"chunks", "--help"}}) {
     Outcome r = Exec(args);
     EXPECT_EQ(r.code, 0);
     EXPECT_FALSE(r.out.empty());
@@ -253,6 +259,189 @@ TEST_F(Cli, HelpFitsOneHundredColumnsOnStdout) {
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
   }
+}
+
+using testing::ParseJson;
+
+TEST_F(Cli, InitRecordsParametersAndRefusesTwice) {
+  Outcome r = Cs({"init", "--min", "1024", "--avg", "4096", "--max", "16384", "--no-compression", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = ParseJson(r.out);
+  EXPECT_EQ(j["chunk_avg"].u64(), 4096u);
+  EXPECT_FALSE(j["compression"].b);
+  r = Cs({"init"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("already a chunkstore store"), std::string::npos);
+  // Publishing later uses the recorded parameters, whatever the defaults.
+  const auto data = RandomBytes(100000, 1);
+  const std::string f = Write("f", data);
+  r = Cs({"publish", "--json", f});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_GT(ParseJson(r.out)["published"][0]["chunks"].u64(), 5u);
+  r = Cs({"init", "--avg", "100"});
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST_F(Cli, PublishDirectoryWithNamePrefixInOneTransaction) {
+  std::filesystem::create_directories(dir_ / "tree/sub");
+  std::ofstream(dir_ / "tree/a.txt") << "alpha";
+  std::ofstream(dir_ / "tree/sub/b.txt") << "beta";
+  Outcome r = Cs({"publish", "--json", "--name-prefix", "proj", dir_ / "tree"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = ParseJson(r.out);
+  ASSERT_EQ(j["published"].arr.size(), 2u);
+  EXPECT_EQ(j["published"][0]["name"].str, "proj/a.txt");
+  EXPECT_EQ(j["published"][1]["name"].str, "proj/sub/b.txt");
+  EXPECT_EQ(j["published"][1]["size"].u64(), 4u);
+  EXPECT_EQ(Cs({"cat", "proj/sub/b.txt"}).out, "beta");
+  r = Cs({"ls", "proj/"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("proj/a.txt  5 B  ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nproj/sub/b.txt  4 B  "), std::string::npos);
+  // A bad input anywhere publishes nothing.
+  r = Cs({"publish", "--name-prefix", "p2", dir_ / "tree", dir_ / "missing"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(ParseJson(Cs({"ls", "--json", "p2/"}).out)["names"].arr.empty());
+}
+
+TEST_F(Cli, StatLogTagRmAndJson) {
+  const std::string f1 = Write("v1", RandomBytes(5000, 1));
+  const std::string id1 = IdLine(Cs({"publish", "--name", "doc", f1}).out);
+  const std::string f2 = Write("v2", RandomBytes(7000, 2));
+  const std::string id2 = IdLine(Cs({"publish", "--name", "doc", f2}).out);
+  Outcome r = Cs({"log", "doc"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("doc@2  ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(id1), std::string::npos);
+  auto log = ParseJson(Cs({"log", "--json", "doc"}).out);
+  ASSERT_EQ(log["versions"].arr.size(), 2u);
+  EXPECT_EQ(log["versions"][0]["id"].str, id2);
+  EXPECT_EQ(log["versions"][1]["version"].u64(), 1u);
+  EXPECT_EQ(Cs({"cat", "doc@1"}).out.size(), 5000u);
+
+  r = Cs({"tag", "--json", id1, "doc"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["version"].u64(), 3u);
+  auto st = ParseJson(Cs({"stat", "--json", "doc"}).out);
+  EXPECT_EQ(st["id"].str, id1);
+  EXPECT_EQ(st["size"].u64(), 5000u);
+  EXPECT_EQ(st["names"][0].str, "doc");
+  EXPECT_GE(st["stored_bytes"].u64(), 5000u);
+  r = Cs({"stat", "doc"});
+  EXPECT_NE(r.out.find("size:        4.88 KiB (5000 bytes)"), std::string::npos) << r.out;
+
+  EXPECT_EQ(Cs({"tag", id1, "bad"}).code, 2);
+  EXPECT_EQ(Cs({"tag", "nothing", "x"}).code, 3);
+  EXPECT_EQ(Cs({"rm", "nothing"}).code, 3);
+  EXPECT_EQ(Cs({"rm"}).code, 2);
+  r = Cs({"rm", "--json", "doc"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(ParseJson(r.out)["removed"][0].str, "doc");
+  EXPECT_EQ(Cs({"log", "doc"}).code, 3);
+  auto ls = ParseJson(Cs({"ls", "--all", "--json"}).out);
+  EXPECT_TRUE(ls["names"].arr.empty());
+  EXPECT_EQ(ls["unnamed"].arr.size(), 2u);
+  EXPECT_EQ(Cs({"rm", "--object", id1}).code, 0);
+  EXPECT_EQ(Cs({"cat", id1}).code, 3);
+}
+
+TEST_F(Cli, GcAfterRmShrinksTheStoreAndTheRestReadsBack) {
+  std::vector<std::vector<uint8_t>> data;
+  for (int i = 0; i < 4; ++i) {
+    data.push_back(RandomBytes(3u << 20, 40 + i));
+    ASSERT_EQ(Cs({"publish", "--name", "f" + std::to_string(i), Write("f" + std::to_string(i), data[i])}).code, 0);
+  }
+  auto before = ParseJson(Cs({"stats", "--json"}).out);
+  ASSERT_EQ(Cs({"rm", "f0", "f1", "f2"}).code, 0);
+  auto dry = ParseJson(Cs({"gc", "--dry-run", "--json"}).out);
+  EXPECT_TRUE(dry["dry_run"].b);
+  EXPECT_GT(dry["bytes_reclaimed"].u64(), 8u << 20);
+  Outcome r = Cs({"gc", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto gc = ParseJson(r.out);
+  EXPECT_EQ(gc["objects_removed"].u64(), 3u);
+  auto after = ParseJson(Cs({"stats", "--json"}).out);
+  EXPECT_LT(after["pack_bytes"].u64(), before["pack_bytes"].u64() / 3);
+  EXPECT_EQ(after["garbage_bytes"].u64(), 0u);
+  EXPECT_EQ(Cs({"cat", "f3"}).out, std::string(data[3].begin(), data[3].end()));
+  r = Cs({"verify"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("ok: 1 objects", 0), 0u) << r.out;
+}
+
+TEST_F(Cli, GcKilledMidRunThenRerun) {
+  std::vector<std::vector<uint8_t>> keep;
+  for (int i = 0; i < 6; ++i) {
+    keep.push_back(RandomBytes(2u << 20, 60 + i));
+    ASSERT_EQ(Cs({"publish", "--name", "k" + std::to_string(i), Write("k", keep[i])}).code, 0);
+    ASSERT_EQ(Cs({"publish", "--name", "d" + std::to_string(i), Write("d", RandomBytes(4u << 20, 80 + i))}).code, 0);
+  }
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(Cs({"rm", "d" + std::to_string(i)}).code, 0);
+  // Kill gc at growing delays; each time every kept object must still read.
+  for (int delay_ms : {0, 2, 5, 10, 20, 40}) {
+    std::vector<std::string> args = {CHUNKSTORE_CLI, "--store", store(), "gc", "--orphan-grace", "0"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    for (int i = 0; i < 6; ++i) {
+      Outcome c = Cs({"cat", "k" + std::to_string(i)});
+      ASSERT_EQ(c.code, 0) << "after kill at " << delay_ms << " ms: " << c.err;
+      ASSERT_EQ(c.out, std::string(keep[i].begin(), keep[i].end()));
+    }
+  }
+  Outcome r = Cs({"gc", "--orphan-grace", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Cs({"verify"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  auto st = ParseJson(Cs({"stats", "--json"}).out);
+  EXPECT_EQ(st["garbage_bytes"].u64(), 0u);
+  EXPECT_EQ(st["objects"].u64(), 6u);
+}
+
+TEST_F(Cli, VerifyOfACorruptedStoreExitsFourNamingTheChunk) {
+  const std::string id = IdLine(Cs({"publish", "--name", "x", Write("f", RandomBytes(1u << 20, 5))}).out);
+  std::string pack;
+  for (auto& e : std::filesystem::directory_iterator(store() + "/packs")) pack = e.path();
+  {
+    std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(16 + 64 + 1000);
+    f.put('');
+  }
+  const std::string chunk = Exec({"chunks", dir_ / "f"}).out.substr(0, 200);
+  const std::string first_chunk_id = chunk.substr(chunk.find(' ', chunk.find(' ') + 1) + 1, 64);
+  Outcome r = Cs({"verify"});
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.out.find("corrupt-chunk object " + id + " chunk " + first_chunk_id), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("offset 16"), std::string::npos);
+  EXPECT_NE(r.out.find("DAMAGED"), std::string::npos);
+  r = Cs({"verify", "--quick", "--json", "x"});
+  EXPECT_EQ(r.code, 4);
+  auto j = ParseJson(r.out);
+  EXPECT_FALSE(j["ok"].b);
+  EXPECT_EQ(j["problems"][0]["chunk"].str, first_chunk_id);
+  EXPECT_EQ(Cs({"cat", "x", "-o", dir_ / "out"}).code, 4);
+}
+
+TEST_F(Cli, VersionNamesTheLibraries) {
+  Outcome r = Exec({"--version"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* lib : {"chunkstore 0.", "SQLite 3.", "OpenSSL 3.", "zlib 1.", "xxHash 0."})
+    EXPECT_NE(r.out.find(lib), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, QuietPrintsNothingButErrors) {
+  Outcome r = Cs({"--quiet", "publish", Write("f", RandomBytes(10, 1))});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "");
+  r = Cs({"publish", "-q", dir_ / "nope"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_FALSE(r.err.empty());
 }
 
 }  // namespace
