@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev python3
 )
 # Optional extras for sanitizer/fuzz builds and measurement scripts.
 if [ "${CHUNKSTORE_EXTRA_PACKAGES:-0}" = 1 ]; then

@@ -261,7 +261,7 @@ TEST_F(Cli, HelpFitsOneHundredColumnsOnStdout) {
   }
 }
 
-using testing::ParseJson;
+using jsonlite::ParseJson;
 
 TEST_F(Cli, InitRecordsParametersAndRefusesTwice) {
   Outcome r = Cs({"init", "--min", "1024", "--avg", "4096", "--max", "16384", "--no-compression", "--json"});

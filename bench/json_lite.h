@@ -1,5 +1,5 @@
-// A small JSON parser for tests: enough to check that the CLI's --json
-// output is one well-formed document and to read its fields.
+// A small JSON parser: enough for tests to check the CLI's --json output
+// and for the benchmark tool to read an earlier run for --compare.
 #pragma once
 
 #include <cctype>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace chunkstore::testing {
+namespace chunkstore::jsonlite {
 
 struct JsonValue {
   enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
@@ -128,4 +128,4 @@ class JsonParser {
 
 inline JsonValue ParseJson(const std::string& s) { return JsonParser(s).ParseDocument(); }
 
-}  // namespace chunkstore::testing
+}  // namespace chunkstore::jsonlite

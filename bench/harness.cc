@@ -1,0 +1,117 @@
+// Harness implementation: statistics, text rows and JSON output.
+#include "harness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+namespace bench {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size())) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+bool Harness::Wanted(const std::string& name) const {
+  return config_.only.empty() || std::regex_search(name, std::regex(config_.only));
+}
+
+void Finish(Result& r) {
+  r.median_ms = Median(r.samples_ms);
+  r.min_ms = r.samples_ms.empty() ? 0 : *std::min_element(r.samples_ms.begin(), r.samples_ms.end());
+  r.max_ms = r.samples_ms.empty() ? 0 : *std::max_element(r.samples_ms.begin(), r.samples_ms.end());
+  if (r.median_ms > 0) {
+    if (r.unit == Unit::kMiBps) r.rate = r.work / (1024.0 * 1024.0) / (r.median_ms / 1000.0);
+    if (r.unit == Unit::kObjectsPerSecond) r.rate = r.work / (r.median_ms / 1000.0);
+  }
+}
+
+Result& Harness::Measure(const std::string& name, const std::string& inside, Unit unit, double work,
+                         const std::function<double()>& sample) {
+  Result r;
+  r.name = name;
+  r.inside = inside;
+  r.unit = unit;
+  r.work = work;
+  for (int i = 0; i < config_.warmups; ++i) sample();
+  for (int i = 0; i < config_.samples; ++i) r.samples_ms.push_back(sample());
+  return Add(std::move(r));
+}
+
+Result& Harness::Add(Result r) {
+  Finish(r);
+  std::cout << FormatRow(r) << std::endl;
+  results_.push_back(std::move(r));
+  return results_.back();
+}
+
+std::string FormatRow(const Result& r) {
+  char buf[256];
+  std::string rate;
+  if (r.unit == Unit::kMiBps) rate = JsonNumber(r.rate) + " MiB/s";
+  if (r.unit == Unit::kObjectsPerSecond) rate = JsonNumber(r.rate) + " objects/s";
+  std::snprintf(buf, sizeof buf, "%-28s median %10.3f ms  (%.3f-%.3f)  %s", r.name.c_str(),
+                r.median_ms, r.min_ms, r.max_ms, rate.c_str());
+  std::string out = buf;
+  for (const auto& [k, v] : r.extra) out += "  " + k + "=" + v;
+  return out;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) {
+  char buf[64];
+  if (v != 0 && (std::fabs(v) < 0.001)) std::snprintf(buf, sizeof buf, "%.6g", v);
+  else std::snprintf(buf, sizeof buf, "%.4f", v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos && s.find('e') == std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+std::string ToJson(const std::vector<Result>& results, const std::string& environment_json) {
+  std::string out = "{\n  \"environment\": " + environment_json + ",\n  \"results\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    out += "    {\"name\": " + JsonString(r.name) + ", \"inside\": " + JsonString(r.inside) +
+           ", \"samples_ms\": [";
+    for (size_t k = 0; k < r.samples_ms.size(); ++k)
+      out += (k ? ", " : "") + JsonNumber(r.samples_ms[k]);
+    out += "], \"median_ms\": " + JsonNumber(r.median_ms) + ", \"min_ms\": " + JsonNumber(r.min_ms) +
+           ", \"max_ms\": " + JsonNumber(r.max_ms);
+    if (r.unit == Unit::kMiBps) out += ", \"mib_per_s\": " + JsonNumber(r.rate);
+    if (r.unit == Unit::kObjectsPerSecond) out += ", \"objects_per_s\": " + JsonNumber(r.rate);
+    for (const auto& [k, v] : r.extra) out += ", " + JsonString(k) + ": " + v;
+    out += i + 1 < results.size() ? "},\n" : "}\n";
+  }
+  return out + "  ]\n}\n";
+}
+
+}  // namespace bench

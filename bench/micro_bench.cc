@@ -1,0 +1,127 @@
+// Micro benchmarks (Google Benchmark) of the pieces on the hot paths:
+// chunker, SHA-256, xxHash64, zlib, index lookups, record framing.
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "chunkstore/chunker.h"
+#include "compress.h"
+#include "digest.h"
+#include "index.h"
+#include "pack_format.h"
+
+namespace {
+
+using namespace chunkstore;
+using namespace chunkstore::internal;
+
+std::vector<uint8_t> Random(size_t n) {
+  std::vector<uint8_t> v(n);
+  std::mt19937_64 rng(1);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+std::vector<uint8_t> Text(size_t n) {
+  std::vector<uint8_t> v;
+  std::mt19937_64 rng(2);
+  static const char* words[] = {"store ", "chunk ", "the ", "object ", "hash ", "pack ", "index\n"};
+  while (v.size() < n) {
+    const char* w = words[rng() % 7];
+    v.insert(v.end(), w, w + std::strlen(w));
+  }
+  v.resize(n);
+  return v;
+}
+
+void Chunk(benchmark::State& state, const std::vector<uint8_t>& data) {
+  const ChunkerParams p;
+  for (auto _ : state) benchmark::DoNotOptimize(ChunkBuffer(p, data.data(), data.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * data.size()));
+}
+
+void BM_ChunkerRandom(benchmark::State& s) { static auto d = Random(64 << 20); Chunk(s, d); }
+void BM_ChunkerZeros(benchmark::State& s) { static std::vector<uint8_t> d(64 << 20, 0); Chunk(s, d); }
+void BM_ChunkerText(benchmark::State& s) { static auto d = Text(64 << 20); Chunk(s, d); }
+BENCHMARK(BM_ChunkerRandom)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ChunkerZeros)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ChunkerText)->Unit(benchmark::kMillisecond);
+
+void BM_Sha256(benchmark::State& state) {
+  static auto d = Random(1 << 20);
+  for (auto _ : state) benchmark::DoNotOptimize(Sha256::Of(d.data(), d.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d.size()));
+}
+BENCHMARK(BM_Sha256);
+
+void BM_Sha256Small(benchmark::State& state) {
+  static auto d = Random(256);
+  for (auto _ : state) benchmark::DoNotOptimize(Sha256::Of(d.data(), d.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_Sha256Small);
+
+void BM_XxHash64(benchmark::State& state) {
+  static auto d = Random(1 << 20);
+  for (auto _ : state) benchmark::DoNotOptimize(XxHash64(d.data(), d.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d.size()));
+}
+BENCHMARK(BM_XxHash64);
+
+void BM_ZlibText(benchmark::State& state) {
+  static auto d = Text(1 << 20);
+  std::vector<uint8_t> out;
+  for (auto _ : state) benchmark::DoNotOptimize(TryCompress(d.data(), d.size(), &out));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d.size()));
+}
+BENCHMARK(BM_ZlibText);
+
+void BM_ZlibRandomSampled(benchmark::State& state) {
+  static auto d = Random(1 << 20);
+  std::vector<uint8_t> out;
+  for (auto _ : state) benchmark::DoNotOptimize(TryCompress(d.data(), d.size(), &out));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d.size()));
+}
+BENCHMARK(BM_ZlibRandomSampled);
+
+void IndexLookup(benchmark::State& state, bool hit) {
+  StoreMeta meta;
+  auto index = std::move(Index::Open(":memory:", &meta, false, 0)).value();
+  std::vector<Digest> ids;
+  index->Begin();
+  for (int i = 0; i < 100000; ++i) {
+    const Digest d = Sha256::Of(&i, sizeof i);
+    ids.push_back(d);
+    index->InsertChunk(d, ChunkLocation{1, static_cast<uint64_t>(i) * 100, 100, 100, Codec::kRaw, 7});
+  }
+  index->Commit();
+  size_t k = 0;
+  for (auto _ : state) {
+    Digest d = ids[k++ % ids.size()];
+    if (!hit) d.bytes[0] ^= 0xff;
+    benchmark::DoNotOptimize(index->FindChunk(d));
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+void BM_IndexLookupHit(benchmark::State& s) { IndexLookup(s, true); }
+void BM_IndexLookupMiss(benchmark::State& s) { IndexLookup(s, false); }
+BENCHMARK(BM_IndexLookupHit);
+BENCHMARK(BM_IndexLookupMiss);
+
+void BM_RecordEncodeDecode(benchmark::State& state) {
+  RecordHeader h;
+  h.raw_len = 1 << 20;
+  h.stored_len = 1 << 20;
+  h.chunk_id = Sha256::Of("x", 1);
+  uint8_t buf[kRecordHeaderSize];
+  for (auto _ : state) {
+    EncodeRecordHeader(h, buf);
+    benchmark::DoNotOptimize(DecodeRecordHeader(buf, sizeof buf));
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_RecordEncodeDecode);
+
+}  // namespace
+
+BENCHMARK_MAIN();

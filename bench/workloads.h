@@ -1,0 +1,37 @@
+// The chunkstore-bench operations. Each states what its timed region holds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace bench {
+
+struct Workload {
+  uint64_t size = 32u << 20;  // payload bytes
+  uint64_t seed = 1;
+  std::string dir;            // scratch directory (exists)
+  std::string payload_path;   // the payload as a file in dir
+  std::vector<uint8_t> payload;
+  std::vector<uint64_t> memory_sizes = {256, 256ull << 20, 1ull << 30};
+  std::string self;           // path of this executable, for child processes
+};
+
+std::vector<uint8_t> RandomPayload(uint64_t n, uint64_t seed);
+
+void RunFileAndHashControls(Harness& h, const Workload& w);
+void RunPrepare(Harness& h, const Workload& w);
+void RunPublish(Harness& h, const Workload& w);
+void RunRead(Harness& h, const Workload& w);
+void RunSmallObjects(Harness& h, const Workload& w);
+void RunConcurrentRead(Harness& h, const Workload& w);
+void RunCatalog(Harness& h, const Workload& w);
+void RunMemory(Harness& h, const Workload& w);
+
+// The child side of RunMemory: prepare, publish and verify a file of the
+// given size in a fresh store under dir; returns the exit code.
+int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed);
+
+}  // namespace bench

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds Release, runs the benchmark suites, saves their JSON under
+# docs/measurements/ with today's date, and regenerates docs/performance.md
+# and its plot from those files.
+#
+# Usage: scripts/measure.sh [--quick]
+#   --quick: fewer samples and a smaller large payload (for trying it out;
+#            the committed report comes from a full run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+scripts/install-deps.sh
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=OFF >/dev/null
+cmake --build build-release -j"$(nproc)" --target chunkstore chunkstore-bench chunkstore-micro
+date=$(date -u +%Y-%m-%d)
+out=docs/measurements
+mkdir -p "$out"
+bench=build-release/bench/chunkstore-bench
+if [ $quick = 1 ]; then
+  "$bench" --size 32MiB --warmups 1 --samples 3 --memory-sizes 256,64MiB,256MiB --json "$out/bench-32MiB-$date.json"
+  "$bench" --size 64MiB --warmups 1 --samples 3 --only 'yardstick|read-hash|prepare-file|publish-file|publish-again|publish-one-byte|read-verified' \
+    --json "$out/bench-large-$date.json"
+else
+  # The default workload: 32 MiB, 5 warmups, 7 samples, every operation.
+  "$bench" --json "$out/bench-32MiB-$date.json"
+  # The performance targets are stated for 256 MiB payloads.
+  "$bench" --size 256MiB --warmups 2 --samples 7 --only 'yardstick|read-hash|prepare-file|publish-file|publish-again|publish-one-byte|read-verified' \
+    --json "$out/bench-large-$date.json"
+fi
+build-release/bench/chunkstore-micro --benchmark_filter='Chunker|Sha256|XxHash|Zlib' \
+  --benchmark_repetitions=$([ $quick = 1 ] && echo 3 || echo 7) --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/micro-$date.json" --benchmark_out_format=json >/dev/null
+python3 scripts/report.py
+echo "measure.sh: wrote $out/bench-*-$date.json and docs/performance.md"
