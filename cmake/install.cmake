@@ -1,0 +1,35 @@
+# Installation: headers, the library, the CLI and bench tools, a CMake
+# package (find_package(chunkstore CONFIG) -> chunkstore::store) and a
+# pkg-config file (chunkstore.pc).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS chunkstore_store EXPORT chunkstoreTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY libstore/include/chunkstore DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS chunkstore RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(CHUNKSTORE_BUILD_BENCH)
+  install(TARGETS chunkstore-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+set(CHUNKSTORE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/chunkstore)
+install(EXPORT chunkstoreTargets NAMESPACE chunkstore:: DESTINATION ${CHUNKSTORE_CMAKE_DIR})
+configure_package_config_file(cmake/chunkstoreConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfig.cmake INSTALL_DESTINATION ${CHUNKSTORE_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfigVersion.cmake DESTINATION ${CHUNKSTORE_CMAKE_DIR})
+
+if(BUILD_SHARED_LIBS)
+  set(CHUNKSTORE_PC_PRIVATE "")
+  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash")
+else()
+  # A static library needs its dependencies on the consumer's link line.
+  set(CHUNKSTORE_PC_PRIVATE "-lpthread")
+  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash")
+endif()
+configure_file(cmake/chunkstore.pc.in ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,37 @@
+# Installs chunkstore into a scratch prefix, builds tests/install against it
+# with find_package, and runs the result.
+file(REMOVE_RECURSE ${WORK})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}/prefix
+  RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "install failed")
+endif()
+foreach(f chunkstore/store.h chunkstoreConfig.cmake chunkstoreTargets.cmake chunkstore.pc
+          bin/chunkstore bin/chunkstore-bench)
+  get_filename_component(leaf ${f} NAME)
+  file(GLOB_RECURSE found ${WORK}/prefix/*${leaf})
+  if(NOT found)
+    message(FATAL_ERROR "the install lacks ${f}")
+  endif()
+endforeach()
+# Only the public headers are installed.
+file(GLOB_RECURSE headers RELATIVE ${WORK}/prefix/include ${WORK}/prefix/include/*)
+foreach(h ${headers})
+  if(NOT h MATCHES "^chunkstore/(status|options|chunker|env|store|object_stream|version)\\.h$")
+    message(FATAL_ERROR "unexpected installed header ${h}")
+  endif()
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK}/build
+  -DCMAKE_PREFIX_PATH=${WORK}/prefix RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring the consumer failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/build RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building the consumer failed")
+endif()
+execute_process(COMMAND ${WORK}/build/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+message(STATUS "${out}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "matches")
+  message(FATAL_ERROR "the consumer failed (${rc}): ${out}")
+endif()
