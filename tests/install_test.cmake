@@ -6,8 +6,12 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "install failed")
 endif()
-foreach(f chunkstore/store.h chunkstoreConfig.cmake chunkstoreTargets.cmake chunkstore.pc
-          bin/chunkstore bin/chunkstore-bench)
+set(expected chunkstore/store.h chunkstoreConfig.cmake chunkstoreTargets.cmake chunkstore.pc
+    bin/chunkstore)
+if(WITH_BENCH)
+  list(APPEND expected bin/chunkstore-bench)
+endif()
+foreach(f ${expected})
   get_filename_component(leaf ${f} NAME)
   file(GLOB_RECURSE found ${WORK}/prefix/*${leaf})
   if(NOT found)
