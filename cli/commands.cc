@@ -48,12 +48,14 @@ class Progress {
     last_ = now;
     const double secs = std::chrono::duration<double>(now - start_).count();
     const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-    std::string line = "\r" + HumanSize(done);
+    std::string line(1, '\r');
     if (total_) {
       const int width = 24;
       const int fill = static_cast<int>(std::min<uint64_t>(done, total_) * width / total_);
-      line = "\r[" + std::string(fill, '#') + std::string(width - fill, '.') + "] " +
-             HumanSize(done) + " / " + HumanSize(total_);
+      line.append(1, '[').append(fill, '#').append(width - fill, '.').append("] ");
+      line.append(HumanSize(done)).append(" / ").append(HumanSize(total_));
+    } else {
+      line.append(HumanSize(done));
     }
     line += "  " + HumanSize(static_cast<uint64_t>(rate)) + "/s";
     if (total_ && rate > 0 && done < total_)

@@ -76,6 +76,7 @@ class FaultFile : public File {
     CHUNKSTORE_RETURN_IF_ERROR(env_->Tick("sync"));
     return f_->Sync();
   }
+  void StartWriteBack() override { f_->StartWriteBack(); }
   Status Truncate(uint64_t size) override {
     CHUNKSTORE_RETURN_IF_ERROR(env_->Tick("truncate"));
     return f_->Truncate(size);

@@ -132,22 +132,45 @@ TEST_F(GcTest, ReaderOpenedBeforeCompactionStillReads) {
 }
 
 TEST_F(GcTest, PublishReusingAChunkGcRemovedFailsInsteadOfDangling) {
-  const auto d = RandomBytes(100000, 3);
-  Put(d, "a");
-  ASSERT_TRUE(store_->RemoveName("a").ok());
+  // Chunks of 64 KiB and more are looked up as they arrive (smaller ones
+  // only at commit), so this store uses large chunks.
+  Options o;
+  o.chunking.min_size = 64 << 10;
+  o.chunking.avg_size = 128 << 10;
+  o.chunking.max_size = 512 << 10;
+  auto store = *Store::Open(dir_ / "big", o);
+  const auto d = RandomBytes(1 << 20, 3);
+  ASSERT_TRUE(store->PublishBytes(d.data(), d.size(), "a").ok());
+  ASSERT_TRUE(store->RemoveName("a").ok());
   // The batch sees d's chunks as present...
-  auto batch = store_->NewBatch();
+  auto batch = store->NewBatch();
   auto added = batch->AddBytes(d.data(), d.size(), "again");
   ASSERT_TRUE(added.ok());
   EXPECT_EQ(added->new_bytes, 0u);
+  EXPECT_EQ(added->reused_chunks, added->chunks);
   // ...then gc removes them before the batch commits.
-  auto other = *Store::Open(dir_ / "s");
+  auto other = *Store::Open(dir_ / "big");
   ASSERT_TRUE(other->Gc(Now()).ok());
   auto c = batch->Commit();
   ASSERT_TRUE(c.status().IsBusy()) << c.status().ToString();
-  EXPECT_TRUE(store_->Resolve("again").status().IsNotFound());
+  EXPECT_NE(c.status().message().find("publish again"), std::string::npos);
+  EXPECT_TRUE(store->Resolve("again").status().IsNotFound());
   // Publishing again works and reads back.
-  Put(d, "again");
+  ASSERT_TRUE(store->PublishBytes(d.data(), d.size(), "again").ok());
+  EXPECT_EQ(*ReadObject(*store, "again"), d);
+}
+
+TEST_F(GcTest, SmallChunksDeferredToCommitSurviveAConcurrentGc) {
+  const auto d = RandomBytes(100000, 4);  // 16 KiB chunks: looked up at commit
+  Put(d, "a");
+  ASSERT_TRUE(store_->RemoveName("a").ok());
+  auto batch = store_->NewBatch();
+  ASSERT_TRUE(batch->AddBytes(d.data(), d.size(), "again").ok());
+  auto other = *Store::Open(dir_ / "s");
+  ASSERT_TRUE(other->Gc(Now()).ok());
+  auto c = batch->Commit();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_GT((*c)[0].new_bytes, d.size());  // written again: gc had taken them
   EXPECT_EQ(*ReadObject(*store_, "again"), d);
 }
 

@@ -1,7 +1,15 @@
-// zlib compression with a sampled incompressibility check (see compress.h).
+// zlib compression with cheap incompressibility checks (see compress.h).
+//
+// Two gates keep random data cheap: chunks of 16 KiB and more are judged
+// by compressing four 4 KiB samples; smaller ones by their byte histogram
+// (collision entropy above 6 bits per byte means deflate cannot save a
+// sixteenth). Deflate state is kept per thread and reset, not rebuilt: its
+// setup (a 256 KiB window, cleared) costs more than compressing a small chunk.
 #include "compress.h"
 
 #include <zlib.h>
+
+#include <cstring>
 
 namespace chunkstore::internal {
 
@@ -13,10 +21,53 @@ constexpr size_t kSamples = 4;
 // Bytes saved must be at least n/16.
 bool WorthIt(size_t raw, size_t packed) { return packed + raw / 16 <= raw; }
 
-size_t Deflate(const uint8_t* data, size_t n, uint8_t* out, size_t cap, int level) {
-  uLongf len = cap;
-  if (compress2(out, &len, data, n, level) != Z_OK) return cap + 1;
-  return len;
+class Deflater {
+ public:
+  ~Deflater() {
+    if (level_ >= 0) deflateEnd(&z_);
+  }
+  // Compresses data into out[0, cap); returns the length, or cap + 1 when
+  // it does not fit or zlib fails.
+  size_t Run(const uint8_t* data, size_t n, uint8_t* out, size_t cap, int level) {
+    if (level_ != level) {
+      if (level_ >= 0) deflateEnd(&z_);
+      std::memset(&z_, 0, sizeof z_);
+      if (deflateInit(&z_, level) != Z_OK) {
+        level_ = -1;
+        return cap + 1;
+      }
+      level_ = level;
+    } else if (deflateReset(&z_) != Z_OK) {
+      return cap + 1;
+    }
+    z_.next_in = const_cast<Bytef*>(data);
+    z_.avail_in = static_cast<uInt>(n);
+    z_.next_out = out;
+    z_.avail_out = static_cast<uInt>(cap);
+    const int rc = deflate(&z_, Z_FINISH);
+    return rc == Z_STREAM_END ? cap - z_.avail_out : cap + 1;
+  }
+  size_t Bound(size_t n) {
+    return level_ >= 0 ? deflateBound(&z_, static_cast<uLong>(n)) : compressBound(static_cast<uLong>(n));
+  }
+
+ private:
+  z_stream z_{};
+  int level_ = -1;
+};
+
+Deflater& ThreadDeflater() {
+  thread_local Deflater d;
+  return d;
+}
+
+// Collision entropy -log2(sum p^2) below 6 bits per byte?
+bool LooksCompressible(const uint8_t* data, size_t n) {
+  uint32_t counts[256] = {};
+  for (size_t i = 0; i < n; ++i) ++counts[data[i]];
+  uint64_t sum_sq = 0;
+  for (uint32_t c : counts) sum_sq += static_cast<uint64_t>(c) * c;
+  return 64 * sum_sq > static_cast<uint64_t>(n) * n;
 }
 
 }  // namespace
@@ -24,19 +75,25 @@ size_t Deflate(const uint8_t* data, size_t n, uint8_t* out, size_t cap, int leve
 bool TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out,
                  const CompressOptions& opts) {
   if (n < 64) return false;  // headers alone eat the gain
-  if (opts.sample_first && n >= 4 * kSamples * kSampleSize) {
-    // Compress samples from the start, the quarters and the end as one unit;
-    // if even they do not shrink by 1/16 the whole chunk almost never does.
-    uint8_t sample[kSamples * kSampleSize];
-    const size_t stride = (n - kSampleSize) / (kSamples - 1);
-    for (size_t i = 0; i < kSamples; ++i)
-      std::copy(data + i * stride, data + i * stride + kSampleSize, sample + i * kSampleSize);
-    uint8_t packed[kSamples * kSampleSize + 1024];
-    const size_t len = Deflate(sample, sizeof sample, packed, sizeof packed, opts.level);
-    if (!WorthIt(sizeof sample, len)) return false;
+  Deflater& z = ThreadDeflater();
+  if (opts.sample_first) {
+    if (n >= 4 * kSamples * kSampleSize) {
+      // Compress samples from the start, the quarters and the end as one
+      // unit; if even they do not shrink by 1/16 the whole chunk almost
+      // never does.
+      uint8_t sample[kSamples * kSampleSize];
+      const size_t stride = (n - kSampleSize) / (kSamples - 1);
+      for (size_t i = 0; i < kSamples; ++i)
+        std::memcpy(sample + i * kSampleSize, data + i * stride, kSampleSize);
+      uint8_t packed[kSamples * kSampleSize + 1024];
+      const size_t len = z.Run(sample, sizeof sample, packed, sizeof packed, opts.level);
+      if (!WorthIt(sizeof sample, len)) return false;
+    } else if (!LooksCompressible(data, n)) {
+      return false;
+    }
   }
-  out->resize(compressBound(n));
-  const size_t len = Deflate(data, n, out->data(), out->size(), opts.level);
+  out->resize(z.Bound(n) + 64);
+  const size_t len = z.Run(data, n, out->data(), out->size(), opts.level);
   if (len > out->size() || !WorthIt(n, len)) return false;
   out->resize(len);
   return true;
@@ -44,8 +101,12 @@ bool TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out,
 
 Status Decompress(const uint8_t* data, size_t n, size_t raw_len, std::vector<uint8_t>* out) {
   out->resize(raw_len);
+  return Decompress(data, n, raw_len, out->data());
+}
+
+Status Decompress(const uint8_t* data, size_t n, size_t raw_len, uint8_t* out) {
   uLongf len = raw_len;
-  const int rc = uncompress(out->data(), &len, data, n);
+  const int rc = uncompress(out, &len, data, n);
   if (rc != Z_OK || len != raw_len)
     return Status::Corruption("compressed chunk data does not inflate to its recorded length");
   return Status::OK();

@@ -29,5 +29,7 @@ bool TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out,
 // Inflates exactly raw_len bytes into out (resized). Corruption if the
 // stream is malformed or does not produce exactly raw_len bytes.
 Status Decompress(const uint8_t* data, size_t n, size_t raw_len, std::vector<uint8_t>* out);
+// The same into out[0, raw_len).
+Status Decompress(const uint8_t* data, size_t n, size_t raw_len, uint8_t* out);
 
 }  // namespace chunkstore::internal

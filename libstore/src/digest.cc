@@ -20,11 +20,18 @@ const EVP_MD* Sha256Md() {
   return md;
 }
 
+struct HexTable {
+  int8_t value[256];
+  HexTable() {
+    for (int i = 0; i < 256; ++i) value[i] = -1;
+    for (int i = 0; i < 10; ++i) value['0' + i] = static_cast<int8_t>(i);
+    for (int i = 0; i < 6; ++i) value['a' + i] = value['A' + i] = static_cast<int8_t>(10 + i);
+  }
+};
+
 int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+  static const HexTable table;
+  return table.value[static_cast<unsigned char>(c)];
 }
 
 }  // namespace

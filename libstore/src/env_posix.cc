@@ -63,6 +63,11 @@ class PosixFile final : public File {
     return Status::OK();
   }
 
+  void StartWriteBack() override {
+    // Asynchronous: queues the dirty pages for write-back and returns.
+    ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
+  }
+
   Status Truncate(uint64_t size) override {
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
       return ErrnoStatus("cannot truncate", path_, errno);

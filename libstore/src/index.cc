@@ -48,7 +48,7 @@ struct Index::Statements {
   Stmt find_chunk, insert_chunk, insert_pack, set_pack_size, find_pack, list_packs;
   Stmt find_object, insert_object, find_prefix, max_version, insert_name, find_name,
       find_latest_name;
-  Stmt begin, commit, rollback;
+  Stmt begin, begin_read, commit, rollback;
 };
 
 Index::Index(sqlite3* db) : db_(db) {}
@@ -184,6 +184,7 @@ Status Index::Prepare() {
       {&st_->find_latest_name,
        "SELECT version, object, created FROM names WHERE name=?1 ORDER BY version DESC LIMIT 1"},
       {&st_->begin, "BEGIN IMMEDIATE"},
+      {&st_->begin_read, "BEGIN"},
       {&st_->commit, "COMMIT"},
       {&st_->rollback, "ROLLBACK"},
   };
@@ -198,6 +199,12 @@ Status Index::Prepare() {
 Status Index::Begin() {
   Use u(st_->begin);
   if (u.Step() != SQLITE_DONE) return Error("cannot start a transaction");
+  return Status::OK();
+}
+
+Status Index::BeginRead() {
+  Use u(st_->begin_read);
+  if (u.Step() != SQLITE_DONE) return Error("cannot start a read transaction");
   return Status::OK();
 }
 

@@ -77,6 +77,9 @@ class Index {
 
   // Write transactions take the database's write lock at Begin.
   Status Begin();
+  // A read transaction: one consistent snapshot (and one lock round trip)
+  // for many lookups. End it with Rollback (or Commit).
+  Status BeginRead();
   Status Commit();
   void Rollback();
 

@@ -24,7 +24,7 @@ constexpr size_t kReadBlock = 256 * 1024;
 
 void ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink) {
   c.id = Sha256::Of(c.data, c.length);
-  c.known = sink->IsKnown(c.id);
+  c.known = sink->IsKnown(c.id, c.length);
   c.compressed = !c.known && compress && TryCompress(c.data, c.length, &c.packed);
   if (!c.compressed) c.packed.clear();
 }
@@ -63,6 +63,19 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
   if (const uint8_t* whole = source.Whole()) {
     const size_t n = static_cast<size_t>(*source.Size());
     size_t pos = 0;
+    if (n > 0 && chunker.Next(whole, n, true) == n) {
+      // One chunk: the object id is the chunk id; hash once.
+      c.offset = 0;
+      c.length = static_cast<uint32_t>(n);
+      c.data = whole;
+      ProcessChunk(c, cfg.compress, sink);
+      out.size = n;
+      out.chunks = 1;
+      out.object_id = c.id;
+      CHUNKSTORE_RETURN_IF_ERROR(sink->Accept(c));
+      return out;
+    }
+    chunker.Reset();
     while (pos < n) {
       const size_t len = chunker.Next(whole + pos, n - pos, true);
       CHUNKSTORE_RETURN_IF_ERROR(emit(whole + pos, len));

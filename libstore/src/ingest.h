@@ -34,7 +34,7 @@ class IngestSink {
   // Called from worker threads, concurrently. true means the chunk's bytes
   // are not needed (already stored): no compression is attempted. A false
   // answer for a chunk that is in fact present only costs work.
-  virtual bool IsKnown(const Digest& id) = 0;
+  virtual bool IsKnown(const Digest& id, uint32_t length) = 0;
   // Called once per chunk, in input order, from a single thread.
   virtual Status Accept(IngestedChunk& chunk) = 0;
 };

@@ -41,6 +41,10 @@ std::string RandomPackName() {
 }
 
 constexpr size_t kWriteBuffer = 1 << 20;
+// Chunks below this size are looked up in groups (see PublishSession::Defer).
+constexpr uint32_t kDeferBelow = 64 << 10;
+// Pending small chunks are resolved once they hold this many bytes.
+constexpr size_t kDeferLimit = 8 << 20;
 
 }  // namespace
 
@@ -55,6 +59,13 @@ Status internal::PackWriter::Append(const uint8_t* header, size_t header_len, co
     buffer.insert(buffer.end(), data, data + n);
   }
   size += header_len + n;
+  // Keep the disk busy while hashing goes on, instead of leaving all of a
+  // large publish to the final fdatasync.
+  if (size - written_back >= (8u << 20)) {
+    CHUNKSTORE_RETURN_IF_ERROR(Flush());
+    file->StartWriteBack();
+    written_back = size;
+  }
   return Status::OK();
 }
 
@@ -177,7 +188,8 @@ class SessionSink final : public IngestSink {
   SessionSink(PublishSession* session, PublishResult* result)
       : session_(session), result_(result) {}
 
-  bool IsKnown(const Digest& id) override {
+  bool IsKnown(const Digest& id, uint32_t length) override {
+    if (length < kDeferBelow) return false;  // looked up later, in a group
     std::lock_guard<std::mutex> l(session_->store_->db_mu);
     Result<std::optional<ChunkLocation>> r = session_->store_->index->FindChunk(id);
     return r.ok() && r->has_value();
@@ -192,6 +204,15 @@ class SessionSink final : public IngestSink {
     if (c.known) {
       ++result_->reused_chunks;
       session_->reused_.push_back(c.id);
+      return Status::OK();
+    }
+    if (c.length < kDeferBelow) {
+      if (session_->pending_ids_.count(c.id)) {
+        ++result_->reused_chunks;
+        return Status::OK();
+      }
+      session_->Defer(c.id, c.data, c.length, c.compressed, c.packed, session_->results_.size());
+      if (session_->pending_bytes_ >= kDeferLimit) return session_->ResolvePending(result_);
       return Status::OK();
     }
     return session_->WriteChunk(c.id, c.data, c.length, c.compressed, c.packed, result_);
@@ -240,6 +261,53 @@ Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t
   new_chunks_.emplace_back(id, loc);
   written_.insert(id);
   result->new_bytes += sizeof header + h.stored_len;
+  return Status::OK();
+}
+
+void PublishSession::Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+                           const std::vector<uint8_t>& packed, size_t result_index) {
+  Pending p{id, raw_len, compressed, {}, result_index};
+  if (compressed) p.bytes = packed;
+  else p.bytes.assign(raw, raw + raw_len);
+  pending_bytes_ += p.bytes.size();
+  pending_ids_.insert(id);
+  pending_.push_back(std::move(p));
+}
+
+Status PublishSession::ResolvePending(PublishResult* current) {
+  if (pending_.empty()) return Status::OK();
+  std::vector<bool> known(pending_.size());
+  {
+    // One read transaction for the whole group instead of one per lookup.
+    std::lock_guard<std::mutex> l(store_->db_mu);
+    Index* index = store_->index.get();
+    CHUNKSTORE_RETURN_IF_ERROR(index->BeginRead());
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      Result<std::optional<ChunkLocation>> loc = index->FindChunk(pending_[i].id);
+      if (!loc.ok()) {
+        index->Rollback();
+        return loc.status();
+      }
+      known[i] = loc->has_value();
+    }
+    index->Rollback();  // read-only: ends the snapshot
+  }
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    Pending& p = pending_[i];
+    // Chunks of the object still being added count towards `current`.
+    PublishResult* r = p.result < results_.size() ? &results_[p.result] : current;
+    if (known[i]) {
+      if (r) ++r->reused_chunks;
+      reused_.push_back(p.id);
+      continue;
+    }
+    PublishResult ignored;
+    CHUNKSTORE_RETURN_IF_ERROR(
+        WriteChunk(p.id, p.bytes.data(), p.raw_len, p.compressed, p.bytes, r ? r : &ignored));
+  }
+  pending_.clear();
+  pending_ids_.clear();
+  pending_bytes_ = 0;
   return Status::OK();
 }
 
@@ -326,7 +394,11 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p
 
 Status PublishSession::Commit() {
   if (done_) return Status::InvalidArgument("this publish was already committed or abandoned");
-  Status s;
+  Status s = ResolvePending(nullptr);
+  if (!s.ok()) {
+    Abort();
+    return s;
+  }
   if (writer_) {
     s = writer_->Flush();
     if (s.ok() && store_->options.sync) s = writer_->file->Sync();

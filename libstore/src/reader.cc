@@ -43,27 +43,32 @@ void ChunkCache::Put(const Digest& id, Bytes bytes) {
 // ---- chunk loading -------------------------------------------------------
 
 Status internal::CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
-                             bool quick, std::vector<uint8_t>* raw) {
+                             bool quick, Buffer* raw) {
   if (loc.stored_len > kMaxRecordLength || loc.raw_len > kMaxRecordLength)
     return Status::Corruption("the index records impossible lengths");
-  std::vector<uint8_t> record(kRecordHeaderSize + loc.stored_len);
+  uint8_t header[kRecordHeaderSize];
   size_t got = 0;
-  CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, record.size(), record.data(), &got));
-  if (got != record.size()) return Status::Corruption("the pack file is truncated");
-  Result<RecordHeader> h = DecodeRecordHeader(record.data(), kRecordHeaderSize);
+  CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, sizeof header, header, &got));
+  if (got != sizeof header) return Status::Corruption("the pack file is truncated");
+  Result<RecordHeader> h = DecodeRecordHeader(header, sizeof header);
   if (!h.ok()) return h.status();
   if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
       h->codec != loc.codec || h->xxh64 != loc.xxh64)
     return Status::Corruption("the record header does not match the index");
-  const uint8_t* payload = record.data() + kRecordHeaderSize;
-  if (XxHash64(payload, loc.stored_len) != loc.xxh64)
+  // Raw payloads are read straight into the output; zlib ones into a
+  // per-thread scratch buffer first.
+  thread_local Buffer scratch;
+  Buffer* stored = loc.codec == Codec::kRaw ? raw : &scratch;
+  stored->Resize(loc.stored_len);
+  CHUNKSTORE_RETURN_IF_ERROR(
+      pack.ReadAt(loc.offset + kRecordHeaderSize, loc.stored_len, stored->data(), &got));
+  if (got != loc.stored_len) return Status::Corruption("the pack file is truncated");
+  if (XxHash64(stored->data(), loc.stored_len) != loc.xxh64)
     return Status::Corruption("stored bytes fail their xxHash64 check");
   if (quick) return Status::OK();
   if (loc.codec == Codec::kZlib) {
-    CHUNKSTORE_RETURN_IF_ERROR(Decompress(payload, loc.stored_len, loc.raw_len, raw));
-  } else {
-    record.erase(record.begin(), record.begin() + kRecordHeaderSize);
-    *raw = std::move(record);
+    raw->Resize(loc.raw_len);
+    CHUNKSTORE_RETURN_IF_ERROR(Decompress(stored->data(), loc.stored_len, loc.raw_len, raw->data()));
   }
   if (Sha256::Of(raw->data(), raw->size()) != id)
     return Status::Corruption("content does not match its SHA-256");
@@ -110,7 +115,7 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
     if (pack.status().IsCorruption()) return corrupt(pack.status().message());
     return pack.status();
   }
-  auto raw = std::make_shared<std::vector<uint8_t>>();
+  auto raw = std::make_shared<Buffer>();
   Status s = CheckRecord(**pack, id, loc, false, raw.get());
   if (s.IsCorruption()) return corrupt(s.message());
   CHUNKSTORE_RETURN_IF_ERROR(s);
@@ -138,7 +143,9 @@ class ObjectReader final : public Reader {
       starts_.push_back(off);
       off += e.length;
     }
-    depth_ = std::max(1u, store_->threads);
+    // Enough chunks in flight to keep every core verifying while the
+    // caller copies out the current one.
+    depth_ = std::max(2u, 2 * store_->threads);
   }
 
   ~ObjectReader() override {
@@ -253,41 +260,60 @@ class ObjectReader final : public Reader {
 
 }  // namespace
 
-Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
-  Result<Digest> id = impl_->ResolveRef(ref);
-  if (!id.ok()) return id.status();
-  Result<ObjectRow> row = impl_->LoadObject(*id);
-  if (!row.ok()) return row.status();
+namespace {
+
+// Resolves ref and gathers what a reader needs; db_mu held by the caller.
+Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectRow* row,
+                  std::vector<ManifestEntry>* entries, std::vector<ChunkLocation>* locs) {
+  Result<Digest> found = impl->ResolveLocked(ref, row);
+  if (!found.ok()) return found.status();
+  *id = *found;
   const std::string oid = id->ObjectId();
-  Result<std::vector<ManifestEntry>> entries =
+  Result<std::vector<ManifestEntry>> decoded =
       DecodeManifest(row->manifest.data(), row->manifest.size(), row->size);
-  if (!entries.ok())
-    return Status::Corruption("object " + oid + ": " + entries.status().message(), oid);
-  if (entries->size() != row->chunk_count)
-    return Status::Corruption("object " + oid + ": manifest lists " +
-                                  std::to_string(entries->size()) + " chunks, index says " +
-                                  std::to_string(row->chunk_count),
+  if (!decoded.ok())
+    return Status::Corruption("object " + oid + ": " + decoded.status().message(), oid);
+  if (decoded->size() != row->chunk_count)
+    return Status::Corruption("object " + oid + ": manifest lists " + std::to_string(decoded->size()) +
+                                  " chunks, index says " + std::to_string(row->chunk_count),
                               oid);
+  locs->reserve(decoded->size());
+  for (const auto& e : *decoded) {
+    Result<std::optional<ChunkLocation>> loc = impl->index->FindChunk(e.id);
+    if (!loc.ok()) return loc.status();
+    if (!loc->has_value())
+      return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is not in the index", oid,
+                                e.id.Hex());
+    if ((*loc)->raw_len != e.length)
+      return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() +
+                                    " has a different length in the index than in the manifest",
+                                oid, e.id.Hex());
+    locs->push_back(**loc);
+  }
+  *entries = std::move(*decoded);
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
+  ObjectRow row;
   std::vector<ChunkLocation> locs;
-  locs.reserve(entries->size());
+  std::vector<ManifestEntry> entries;
+  Digest id;
   {
+    // One read transaction for the ref, the manifest and every chunk
+    // location: one consistent snapshot and one lock round trip.
     std::lock_guard<std::mutex> l(impl_->db_mu);
-    for (const auto& e : *entries) {
-      Result<std::optional<ChunkLocation>> loc = impl_->index->FindChunk(e.id);
-      if (!loc.ok()) return loc.status();
-      if (!loc->has_value())
-        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() +
-                                      " is not in the index",
-                                  oid, e.id.Hex());
-      if ((*loc)->raw_len != e.length)
-        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() +
-                                      " has a different length in the index than in the manifest",
-                                  oid, e.id.Hex());
-      locs.push_back(**loc);
-    }
+    Index* index = impl_->index.get();
+    CHUNKSTORE_RETURN_IF_ERROR(index->BeginRead());
+    Status s = OpenLocked(impl_.get(), ref, &id, &row, &entries, &locs);
+    index->Rollback();
+    CHUNKSTORE_RETURN_IF_ERROR(s);
   }
   return std::unique_ptr<Reader>(
-      new ObjectReader(impl_, *id, row->size, std::move(*entries), std::move(locs)));
+      new ObjectReader(impl_, id, row.size, std::move(entries), std::move(locs)));
 }
+
 
 }  // namespace chunkstore

@@ -19,8 +19,11 @@ namespace {
 constexpr const char* kIndexFile = "index.db";
 
 bool IsHex(const std::string& s) {
-  for (char c : s)
-    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  for (char c : s) {
+    const bool digit = c >= '0' && c <= '9';
+    const char lower = static_cast<char>(c | 0x20);
+    if (!digit && !(lower >= 'a' && lower <= 'f')) return false;
+  }
   return !s.empty();
 }
 
@@ -343,7 +346,7 @@ namespace {
 // Prepare only needs the chunk list: no compression, nothing written.
 class PrepareSink final : public IngestSink {
  public:
-  bool IsKnown(const Digest&) override { return true; }
+  bool IsKnown(const Digest&, uint32_t) override { return true; }
   Status Accept(IngestedChunk& c) override {
     entries.push_back({c.id, c.length});
     return Status::OK();
@@ -465,6 +468,11 @@ Result<PublishResult> Store::Publish(const PreparedObject& prepared, const std::
 // ---- refs ----------------------------------------------------------------
 
 Result<Digest> Store::Impl::ResolveRef(const std::string& ref) {
+  std::lock_guard<std::mutex> l(db_mu);
+  return ResolveLocked(ref, nullptr);
+}
+
+Result<Digest> Store::Impl::ResolveLocked(const std::string& ref, ObjectRow* row_out) {
   if (ref.empty()) return Status::InvalidArgument("empty ref");
   std::string hex = ref;
   const bool explicit_id = ref.rfind("sha256:", 0) == 0;
@@ -472,23 +480,23 @@ Result<Digest> Store::Impl::ResolveRef(const std::string& ref) {
   if (explicit_id && (!IsHex(hex) || hex.size() < 8 || hex.size() > 64))
     return Status::InvalidArgument("malformed object id '" + ref +
                                    "': expected sha256: and 8 to 64 hex digits");
-  if (IsHex(hex) && hex.size() == 64) {
+  const bool hex_only = IsHex(hex);
+  if (hex_only && hex.size() == 64) {
     Digest d = *Digest::FromHex(hex);
-    std::lock_guard<std::mutex> l(db_mu);
     Result<std::optional<ObjectRow>> row = index->FindObject(d);
     if (!row.ok()) return row.status();
     if (!row->has_value()) return Status::NotFound("no object " + d.ObjectId());
+    if (row_out) *row_out = std::move(**row);
     return d;
   }
-  if (IsHex(hex) && hex.size() >= 8) {
+  if (hex_only && hex.size() >= 8) {
     std::vector<Digest> found;
     {
-      std::lock_guard<std::mutex> l(db_mu);
       Result<std::vector<Digest>> r = index->FindObjectsByPrefix(hex, 11);
       if (!r.ok()) return r.status();
       found = std::move(*r);
     }
-    if (found.size() == 1) return found[0];
+    if (found.size() == 1) return Loaded(found[0], row_out);
     if (found.size() > 1) {
       std::string msg = "ambiguous id prefix " + hex + " matches " +
                         (found.size() > 10 ? "more than 10" : std::to_string(found.size())) +
@@ -518,14 +526,22 @@ Result<Digest> Store::Impl::ResolveRef(const std::string& ref) {
   }
   Status valid = ValidateName(name);
   if (!valid.ok()) return valid.WithContext("malformed ref");
-  std::lock_guard<std::mutex> l(db_mu);
   Result<std::optional<NameRow>> row = index->FindName(name, version);
   if (!row.ok()) return row.status();
   if (!row->has_value()) {
     if (version != 0) return Status::NotFound("name " + name + " has no version " + std::to_string(version));
     return Status::NotFound("no object or name matches '" + ref + "'");
   }
-  return (*row)->object;
+  return Loaded((*row)->object, row_out);
+}
+
+Result<Digest> Store::Impl::Loaded(const Digest& id, ObjectRow* row_out) {
+  if (row_out == nullptr) return id;
+  Result<std::optional<ObjectRow>> row = index->FindObject(id);
+  if (!row.ok()) return row.status();
+  if (!row->has_value()) return Status::NotFound("no object " + id.ObjectId());
+  *row_out = std::move(**row);
+  return id;
 }
 
 Result<ObjectRow> Store::Impl::LoadObject(const Digest& id) {

@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "buffer.h"
 #include "chunkstore/env.h"
 #include "chunkstore/store.h"
 #include "digest.h"
@@ -24,7 +25,7 @@ namespace internal {
 // A bounded LRU cache of chunks whose SHA-256 has been verified.
 class ChunkCache {
  public:
-  using Bytes = std::shared_ptr<const std::vector<uint8_t>>;
+  using Bytes = std::shared_ptr<const Buffer>;
   explicit ChunkCache(size_t budget) : budget_(budget) {}
   Bytes Get(const Digest& id);
   void Put(const Digest& id, Bytes bytes);
@@ -46,6 +47,7 @@ struct PackWriter {
   uint64_t committed = 0;  // length covered by committed index rows
   uint64_t size = 0;       // current length, buffered bytes included
   bool needs_dir_sync = false;
+  uint64_t written_back = 0;  // size at the last StartWriteBack
   std::unique_ptr<File> file;
   std::unique_ptr<FileLock> lock;
   std::vector<uint8_t> buffer;  // small records are gathered before writing
@@ -59,7 +61,7 @@ struct PackWriter {
 // SHA-256 of the inflated content (left in *raw). Corruption says what
 // failed, without naming an object.
 Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc, bool quick,
-                   std::vector<uint8_t>* raw);
+                   Buffer* raw);
 
 }  // namespace internal
 
@@ -104,6 +106,10 @@ struct Store::Impl {
   Result<std::shared_ptr<File>> PackForRead(int64_t pack_id);
 
   Result<internal::Digest> ResolveRef(const std::string& ref);
+  // As ResolveRef, with db_mu held by the caller; also loads the object's
+  // row into *row_out when given.
+  Result<internal::Digest> ResolveLocked(const std::string& ref, internal::ObjectRow* row_out);
+  Result<internal::Digest> Loaded(const internal::Digest& id, internal::ObjectRow* row_out);
   Result<internal::ObjectRow> LoadObject(const internal::Digest& id);
 };
 
@@ -127,6 +133,12 @@ class PublishSession {
   friend class SessionSink;
   Status WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
                     const std::vector<uint8_t>& packed, PublishResult* result);
+  // Small chunks are not looked up one by one while they arrive (each
+  // lookup would be its own read transaction); they wait here and are
+  // looked up together, then written if new.
+  void Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+             const std::vector<uint8_t>& packed, size_t result_index);
+  Status ResolvePending(PublishResult* current);
   Status FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
                       const std::string& name, PublishResult result);
   void Abort();
@@ -136,6 +148,16 @@ class PublishSession {
   std::vector<std::pair<Digest, ChunkLocation>> new_chunks_;
   std::unordered_set<Digest, DigestHash> written_;
   std::vector<Digest> reused_;  // taken from the index, re-checked at commit
+  struct Pending {
+    Digest id;
+    uint32_t raw_len;
+    bool compressed;
+    std::vector<uint8_t> bytes;  // raw, or the zlib form when compressed
+    size_t result;               // index into results_ (or the object being added)
+  };
+  std::vector<Pending> pending_;
+  std::unordered_set<Digest, DigestHash> pending_ids_;
+  size_t pending_bytes_ = 0;
   std::vector<ObjectRow> objects_;
   std::vector<std::pair<std::string, Digest>> names_;  // "" for no name
   std::vector<PublishResult> results_;

@@ -149,12 +149,17 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
     return a->loc.pack_id != b->loc.pack_id ? a->loc.pack_id < b->loc.pack_id
                                             : a->loc.offset < b->loc.offset;
   });
-  std::vector<uint8_t> raw;
+  Buffer raw;
   for (const ChunkToCheck* c : order) {
     const std::string oid = c->has_object ? c->object.ObjectId() : "";
     auto pit = packs.find(c->loc.pack_id);
-    const std::string pack_name =
-        pit == packs.end() ? "#" + std::to_string(c->loc.pack_id) : pit->second.name;
+    std::string pack_name;
+    if (pit != packs.end()) {
+      pack_name = pit->second.name;
+    } else {
+      pack_name = std::to_string(c->loc.pack_id);
+      pack_name.insert(pack_name.begin(), '#');
+    }
     auto fit = files.find(c->loc.pack_id);
     ++report.chunks_checked;
     if (fit == files.end()) {

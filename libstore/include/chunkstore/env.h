@@ -31,6 +31,9 @@ class File {
   virtual Status ReadAt(uint64_t offset, size_t n, void* buf, size_t* got) const = 0;
   // Makes every byte appended so far durable.
   virtual Status Sync() = 0;
+  // Starts writing appended bytes to disk without waiting, so that a later
+  // Sync has less left to do. A hint: the default does nothing.
+  virtual void StartWriteBack() {}
   // Cuts the file to size bytes.
   virtual Status Truncate(uint64_t size) = 0;
   virtual Result<uint64_t> Size() const = 0;
