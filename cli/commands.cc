@@ -139,6 +139,8 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
         if (it->is_regular_file(ec)) files.push_back(it->path().string());
       }
       std::sort(files.begin(), files.end());
+      if (files.empty())
+        return Fail(Status::InvalidArgument(in + " has no regular files to publish"), kFailure);
       for (const std::string& f : files) {
         std::string name;
         if (!a.name_prefix.empty())
@@ -232,7 +234,14 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
 
   int fd = STDOUT_FILENO;
   std::string tmp;
-  if (!out_path.empty() && out_path != "-") {
+  struct stat out_st;
+  const bool special = !out_path.empty() && out_path != "-" && ::stat(out_path.c_str(), &out_st) == 0 &&
+                       !S_ISREG(out_st.st_mode);
+  if (special) {
+    // A device or pipe (-o /dev/null): nothing to replace atomically.
+    fd = ::open(out_path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Fail(Status::IOError("cannot open " + out_path + ": " + std::strerror(errno)), kFailure);
+  } else if (!out_path.empty() && out_path != "-") {
     // Written beside the target and renamed at the end, so a failed read
     // never leaves a partial file under the requested name.
     tmp = out_path + ".chunkstore-tmp-XXXXXX";
@@ -264,6 +273,7 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
     }
     remaining -= *n;
   }
+  if (special) ::close(fd);
   if (!tmp.empty()) {
     if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), out_path.c_str()) != 0) {
       const int err = errno;

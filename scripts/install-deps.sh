@@ -10,7 +10,7 @@ packages=(
 )
 # Optional extras for sanitizer/fuzz builds and measurement scripts.
 if [ "${CHUNKSTORE_EXTRA_PACKAGES:-0}" = 1 ]; then
-  packages+=(clang libclang-rt-dev hyperfine python3)
+  packages+=(clang libclang-rt-14-dev hyperfine)
 fi
 
 missing=()

@@ -158,7 +158,51 @@ def targets_table(large, small, micro):
                      "met" if chunker >= 2560 else "not met"))
     lines = ["| operation | target | measured (median, range) | |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    lines += ["", bounds_text(L, micro, H)]
     return "\n".join(lines), H
+
+
+def bounds_text(L, micro, H):
+    """What two cores can do at most, from component rates of the same runs."""
+    mr = micro_rates(micro)
+    twice = L.get("read-hash-twice")
+    C, X = mr.get("BM_ChunkerRandom"), mr.get("BM_XxHash64")
+    if not twice or not C or not X:
+        return ""
+    S = 2 * twice["mib_per_s"]  # one core, one SHA-256 pass
+    ingest = 2 / (2 / S + 1 / C)
+    read = 2 / (1 / S + 1 / X)
+    out = [
+        "**Where the limits are.** Every ingested byte is hashed twice (its chunk's",
+        "SHA-256 and the object's) and chunked once; every read byte is hashed once",
+        "and its stored form checked with xxHash64. From the same runs: one core",
+        f"hashes S = {fmt(S)} MiB/s (`read-hash-twice` × 2), the chunker runs",
+        f"C = {fmt(C)} MiB/s and xxHash64 X = {fmt(X)} MiB/s (`micro`). With both",
+        "cores busy and nothing else to do, ingest cannot beat",
+        f"2 / (2/S + 1/C) = {fmt(ingest)} MiB/s = {ingest / H:.2f} × H, and a verified",
+        f"read cannot beat 2 / (1/S + 1/X) = {fmt(read)} MiB/s = {read / H:.2f} × H.",
+        "",
+        "| operation | ceiling on this machine | measured | share of the ceiling |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, label, bound in [("prepare-file", "prepare", ingest), ("publish-again", "publish again", ingest),
+                               ("publish-one-byte-edit", "one-byte edit", ingest),
+                               ("publish-file", "publish, durable (plus the disk)", ingest),
+                               ("read-verified", "verified read", read)]:
+        r = L.get(name)
+        if r:
+            out.append(f"| {label} | {fmt(bound)} MiB/s ({bound / H:.2f} × H) | {fmt(r['mib_per_s'])} MiB/s | "
+                       f"{100 * r['mib_per_s'] / bound:.0f} % |")
+    out += ["",
+            "So the ingest targets of 0.85–0.9 × H lie at or above what two passes of",
+            "SHA-256 plus one of the chunker allow on two cores at this clock; the",
+            "chunker target of 2.5 GiB/s would need under 0.8 cycles a byte at",
+            "2.1 GHz, where the reference algorithm's loop takes about one. A cold",
+            "32 KiB range read must verify the whole chunk around it: with 1 MiB",
+            f"average chunks that alone is 1 MiB / S = {1000 / S:.2f} ms, above the",
+            "0.8 ms target; smaller chunks (`init --avg`) trade dedupe granularity",
+            "and index size for faster cold ranges."]
+    return "\n".join(out)
 
 
 def peers_section(peers):

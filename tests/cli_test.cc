@@ -231,6 +231,14 @@ TEST_F(Cli, CatToFile) {
   Outcome r = Cs({"cat", id, "-o", dir_ / "copy"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(testing::ReadFile(dir_ / "copy"), data);
+  // An existing file is replaced whole.
+  Write("copy2", RandomBytes(500000, 1));
+  ASSERT_EQ(Cs({"cat", id, "-o", dir_ / "copy2"}).code, 0);
+  EXPECT_EQ(testing::ReadFile(dir_ / "copy2"), data);
+  // A device is written directly: no temporary file appears beside it.
+  ASSERT_EQ(Cs({"cat", id, "-o", "/dev/null"}).code, 0);
+  for (auto& e : std::filesystem::directory_iterator("/dev"))
+    EXPECT_EQ(e.path().filename().string().find("null.chunkstore-tmp"), std::string::npos);
 }
 
 TEST_F(Cli, DefaultStoreComesFromEnvironment) {

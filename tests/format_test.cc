@@ -82,27 +82,38 @@ TEST(PackHeader, RoundTripAndRejects) {
   EXPECT_TRUE(DecodePackHeader(buf, sizeof buf).IsCorruption());
 }
 
+const Digest kObject = Sha256::Of("object", 6);
+
 TEST(Manifest, RoundTrip) {
   std::vector<ManifestEntry> entries = {{Sha256::Of("a", 1), 10}, {Sha256::Of("b", 1), 70000}};
-  const std::string blob = EncodeManifest(entries);
-  EXPECT_EQ(blob.size(), 2 * kManifestEntrySize);
-  auto d = DecodeManifest(blob.data(), blob.size(), 70010);
-  ASSERT_TRUE(d.ok());
+  const std::string blob = EncodeManifest(kObject, 70010, entries);
+  EXPECT_EQ(blob.size(), 2 * kManifestEntrySize + kManifestCheckSize);
+  auto d = DecodeManifest(kObject, 70010, blob.data(), blob.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_EQ(d->size(), 2u);
   EXPECT_EQ((*d)[1].id, entries[1].id);
   EXPECT_EQ((*d)[1].length, 70000u);
-  EXPECT_TRUE(DecodeManifest(nullptr, 0, 0).ok());  // the empty object
+  const std::string empty = EncodeManifest(kObject, 0, {});
+  EXPECT_TRUE(DecodeManifest(kObject, 0, empty.data(), empty.size()).ok());  // the empty object
 }
 
 TEST(Manifest, RejectsDamage) {
   std::vector<ManifestEntry> entries = {{Sha256::Of("a", 1), 10}};
-  std::string blob = EncodeManifest(entries);
-  EXPECT_TRUE(DecodeManifest(blob.data(), blob.size() - 1, 10).status().IsCorruption());
-  EXPECT_TRUE(DecodeManifest(blob.data(), blob.size(), 11).status().IsCorruption());
-  std::string zero = EncodeManifest({{Sha256::Of("a", 1), 0}});
-  EXPECT_TRUE(DecodeManifest(zero.data(), zero.size(), 0).status().IsCorruption());
-  std::string huge = EncodeManifest({{Sha256::Of("a", 1), 0xffffffffu}});
-  EXPECT_TRUE(DecodeManifest(huge.data(), huge.size(), 0xffffffffu).status().IsCorruption());
+  const std::string blob = EncodeManifest(kObject, 10, entries);
+  EXPECT_TRUE(DecodeManifest(kObject, 10, blob.data(), blob.size() - 1).status().IsCorruption());
+  EXPECT_TRUE(DecodeManifest(kObject, 10, blob.data(), 4).status().IsCorruption());
+  EXPECT_TRUE(DecodeManifest(kObject, 11, blob.data(), blob.size()).status().IsCorruption());
+  // Another object's id: the check ties the list to its object.
+  EXPECT_TRUE(DecodeManifest(Sha256::Of("x", 1), 10, blob.data(), blob.size()).status().IsCorruption());
+  for (size_t i = 0; i < blob.size(); ++i) {
+    std::string bad = blob;
+    bad[i] ^= 0x04;
+    EXPECT_TRUE(DecodeManifest(kObject, 10, bad.data(), bad.size()).status().IsCorruption()) << i;
+  }
+  std::string zero = EncodeManifest(kObject, 0, {{Sha256::Of("a", 1), 0}});
+  EXPECT_TRUE(DecodeManifest(kObject, 0, zero.data(), zero.size()).status().IsCorruption());
+  std::string huge = EncodeManifest(kObject, 0xffffffffu, {{Sha256::Of("a", 1), 0xffffffffu}});
+  EXPECT_TRUE(DecodeManifest(kObject, 0xffffffffu, huge.data(), huge.size()).status().IsCorruption());
 }
 
 TEST(Compress, RandomDataIsLeftRaw) {

@@ -66,7 +66,7 @@ Result<ObjectInfo> Store::Stat(const std::string& ref) {
   info.created = row->created;
   info.pinned = row->pinned;
   Result<std::vector<ManifestEntry>> entries =
-      DecodeManifest(row->manifest.data(), row->manifest.size(), row->size);
+      DecodeManifest(*id, row->size, row->manifest.data(), row->manifest.size());
   if (!entries.ok())
     return Status::Corruption("object " + info.id + ": " + entries.status().message(), info.id);
   std::lock_guard<std::mutex> l(impl_->db_mu);

@@ -102,7 +102,7 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
         if (dead_set.count(oid)) continue;  // dry run: still present
         const std::string blob = q.use().ColBlob(2);
         Result<std::vector<ManifestEntry>> entries =
-            DecodeManifest(blob.data(), blob.size(), static_cast<uint64_t>(q.use().ColInt(1)));
+            DecodeManifest(oid, static_cast<uint64_t>(q.use().ColInt(1)), blob.data(), blob.size());
         if (!entries.ok()) {
           index->Rollback();
           // Never guess what a damaged manifest needs: collect nothing.

@@ -7,6 +7,8 @@
 // once more.
 #include "ingest.h"
 
+#include <sys/mman.h>
+
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -134,6 +136,20 @@ class Pipeline {
     bool hashed = false;
   };
 
+  // A slot that held an unusually large chunk gives back the pages above
+  // twice the average size, so resident memory stays flat however many
+  // chunks pass through (with more chunks, every slot would otherwise end
+  // up having held one near the maximum).
+  void ReleaseTail(Slot& s) {
+    const size_t keep = (2 * static_cast<size_t>(cfg_.chunking.avg_size) + 4095) & ~size_t{4095};
+    if (!s.buf || s.chunk.length <= keep) return;
+    const uintptr_t start = (reinterpret_cast<uintptr_t>(s.buf.get()) + keep + 4095) & ~uintptr_t{4095};
+    // Whole pages inside the buffer only: madvise rounds the length up, and
+    // a page shared with another allocation must never be dropped.
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(s.buf.get()) + s.chunk.length) & ~uintptr_t{4095};
+    if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+  }
+
   void Fail(const Status& s) {  // mu_ held
     if (error_.ok()) error_ = s;
     stop_ = true;
@@ -245,6 +261,7 @@ class Pipeline {
       Status st = sink_->Accept(s.chunk);
       out_.size += s.chunk.length;
       ++out_.chunks;
+      ReleaseTail(s);
       {
         std::lock_guard<std::mutex> l(mu_);
         if (!st.ok()) Fail(st);

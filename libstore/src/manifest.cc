@@ -1,29 +1,57 @@
 // Manifest encoding and validating decoder.
 #include "manifest.h"
 
+#include <xxhash.h>
+
 #include <cstring>
 
 #include "pack_format.h"
 
 namespace chunkstore::internal {
 
-std::string EncodeManifest(const std::vector<ManifestEntry>& entries) {
-  std::string out(entries.size() * kManifestEntrySize, '\0');
+namespace {
+
+uint64_t Check(const Digest& object, uint64_t size, const char* entries, size_t n) {
+  XXH64_state_t* st = XXH64_createState();
+  XXH64_reset(st, 0);
+  XXH64_update(st, object.bytes.data(), 32);
+  uint8_t le[8];
+  for (int i = 0; i < 8; ++i) le[i] = static_cast<uint8_t>(size >> (8 * i));
+  XXH64_update(st, le, 8);
+  if (n) XXH64_update(st, entries, n);
+  const uint64_t h = XXH64_digest(st);
+  XXH64_freeState(st);
+  return h;
+}
+
+}  // namespace
+
+std::string EncodeManifest(const Digest& object, uint64_t size,
+                           const std::vector<ManifestEntry>& entries) {
+  const size_t body = entries.size() * kManifestEntrySize;
+  std::string out(body + kManifestCheckSize, '\0');
   char* p = out.data();
   for (const auto& e : entries) {
     std::memcpy(p, e.id.bytes.data(), 32);
     for (int i = 0; i < 4; ++i) p[32 + i] = static_cast<char>(e.length >> (8 * i));
     p += kManifestEntrySize;
   }
+  const uint64_t check = Check(object, size, out.data(), body);
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(check >> (8 * i));
   return out;
 }
 
-Result<std::vector<ManifestEntry>> DecodeManifest(const void* data, size_t n,
-                                                  uint64_t expected_size) {
-  if (n % kManifestEntrySize != 0)
+Result<std::vector<ManifestEntry>> DecodeManifest(const Digest& object, uint64_t size,
+                                                  const void* data, size_t n) {
+  if (n < kManifestCheckSize || (n - kManifestCheckSize) % kManifestEntrySize != 0)
     return Status::Corruption("manifest has a torn entry (" + std::to_string(n) + " bytes)");
   const auto* p = static_cast<const uint8_t*>(data);
-  std::vector<ManifestEntry> entries(n / kManifestEntrySize);
+  const size_t body = n - kManifestCheckSize;
+  uint64_t stored = 0;
+  for (int i = 7; i >= 0; --i) stored = stored << 8 | p[body + i];
+  if (stored != Check(object, size, static_cast<const char*>(data), body))
+    return Status::Corruption("manifest fails its check (damaged, or not this object's)");
+  std::vector<ManifestEntry> entries(body / kManifestEntrySize);
   uint64_t total = 0;
   for (auto& e : entries) {
     std::memcpy(e.id.bytes.data(), p, 32);
@@ -35,9 +63,9 @@ Result<std::vector<ManifestEntry>> DecodeManifest(const void* data, size_t n,
     total += e.length;
     p += kManifestEntrySize;
   }
-  if (total != expected_size)
+  if (total != size)
     return Status::Corruption("manifest chunk lengths sum to " + std::to_string(total) +
-                              " bytes, but the object's size is " + std::to_string(expected_size));
+                              " bytes, but the object's size is " + std::to_string(size));
   return entries;
 }
 

@@ -1,7 +1,10 @@
 // Manifests: the ordered chunk list of an object, as stored in the index.
 //
-// Encoding: one 36-byte entry per chunk, the 32-byte chunk id then the raw
-// length as a little-endian u32. The object's size is the sum of lengths.
+// Encoding: one 36-byte entry per chunk (the 32-byte chunk id, then the raw
+// length as a little-endian u32), then an 8-byte little-endian check:
+// xxHash64 of the object id (32 bytes), the size (u64 LE) and the entries.
+// The check ties the list to its object, so a damaged index row cannot
+// make one object's id serve another's chunks.
 #pragma once
 
 #include <cstdint>
@@ -19,12 +22,14 @@ struct ManifestEntry {
 };
 
 constexpr size_t kManifestEntrySize = 36;
+constexpr size_t kManifestCheckSize = 8;
 
-std::string EncodeManifest(const std::vector<ManifestEntry>& entries);
+std::string EncodeManifest(const Digest& object, uint64_t size,
+                           const std::vector<ManifestEntry>& entries);
 
-// Checks the blob's shape, every length (1 byte to 16 MiB) and that the
-// lengths sum to expected_size; Corruption otherwise.
-Result<std::vector<ManifestEntry>> DecodeManifest(const void* data, size_t n,
-                                                  uint64_t expected_size);
+// Checks the blob's shape, its check value, every length (1 byte to
+// 16 MiB) and that the lengths sum to size; Corruption otherwise.
+Result<std::vector<ManifestEntry>> DecodeManifest(const Digest& object, uint64_t size,
+                                                  const void* data, size_t n);
 
 }  // namespace chunkstore::internal

@@ -318,7 +318,7 @@ Status PublishSession::FinishObject(const Digest& id, uint64_t size,
   row.id = id;
   row.size = size;
   row.chunk_count = static_cast<uint32_t>(entries.size());
-  row.manifest = EncodeManifest(entries);
+  row.manifest = EncodeManifest(id, size, entries);
   row.created = NowSeconds();
   row.pinned = name.empty();
   objects_.push_back(std::move(row));

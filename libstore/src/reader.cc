@@ -40,6 +40,28 @@ void ChunkCache::Put(const Digest& id, Bytes bytes) {
   }
 }
 
+// ---- buffers -------------------------------------------------------------
+
+std::shared_ptr<Buffer> BufferPool::Get(size_t n) {
+  std::unique_ptr<Buffer> b;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!free_.empty()) {
+      b = std::move(free_.back());
+      free_.pop_back();
+    }
+  }
+  if (!b) b = std::make_unique<Buffer>();
+  b->Resize(n);
+  return std::shared_ptr<Buffer>(b.release(), [this](Buffer* p) { Put(p); });
+}
+
+void BufferPool::Put(Buffer* b) {
+  std::unique_ptr<Buffer> owned(b);
+  std::lock_guard<std::mutex> l(mu_);
+  if (free_.size() < kMaxFree) free_.push_back(std::move(owned));
+}
+
 // ---- chunk loading -------------------------------------------------------
 
 Status internal::CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
@@ -115,7 +137,7 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
     if (pack.status().IsCorruption()) return corrupt(pack.status().message());
     return pack.status();
   }
-  auto raw = std::make_shared<Buffer>();
+  std::shared_ptr<Buffer> raw = buffers.Get(loc.raw_len);
   Status s = CheckRecord(**pack, id, loc, false, raw.get());
   if (s.IsCorruption()) return corrupt(s.message());
   CHUNKSTORE_RETURN_IF_ERROR(s);
@@ -191,7 +213,11 @@ class ObjectReader final : public Reader {
       if (!loc.ok()) return r;
       now = *loc;
     }
-    if (!now || (now->pack_id == locs_[i].pack_id && now->offset == locs_[i].offset)) return r;
+    if (!now)
+      return Status::NotFound("object " + id_ + ": chunk " + entries_[i].id.Hex() +
+                              " is no longer stored (the object was removed and collected while "
+                              "being read)");
+    if (now->pack_id == locs_[i].pack_id && now->offset == locs_[i].offset) return r;
     locs_[i] = *now;
     return store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
   }
@@ -270,7 +296,7 @@ Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectR
   *id = *found;
   const std::string oid = id->ObjectId();
   Result<std::vector<ManifestEntry>> decoded =
-      DecodeManifest(row->manifest.data(), row->manifest.size(), row->size);
+      DecodeManifest(*id, row->size, row->manifest.data(), row->manifest.size());
   if (!decoded.ok())
     return Status::Corruption("object " + oid + ": " + decoded.status().message(), oid);
   if (decoded->size() != row->chunk_count)

@@ -564,7 +564,7 @@ Result<std::vector<ChunkInfo>> Store::Chunks(const std::string& ref) {
   Result<ObjectRow> row = impl_->LoadObject(*d);
   if (!row.ok()) return row.status();
   Result<std::vector<ManifestEntry>> entries =
-      DecodeManifest(row->manifest.data(), row->manifest.size(), row->size);
+      DecodeManifest(*d, row->size, row->manifest.data(), row->manifest.size());
   if (!entries.ok()) return entries.status().WithObject(d->ObjectId());
   std::vector<ChunkInfo> out;
   uint64_t off = 0;

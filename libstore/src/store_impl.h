@@ -38,6 +38,20 @@ class ChunkCache {
   std::unordered_map<Digest, std::list<std::pair<Digest, Bytes>>::iterator, DigestHash> map_;
 };
 
+// Recycles chunk buffers: a fresh multi-MiB allocation costs page faults
+// and zeroing by the kernel on every chunk read, more than a copy of it.
+class BufferPool {
+ public:
+  // A buffer of at least n bytes that returns to the pool when released.
+  std::shared_ptr<Buffer> Get(size_t n);
+
+ private:
+  void Put(Buffer* b);
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Buffer>> free_;
+  static constexpr size_t kMaxFree = 16;
+};
+
 // An open pack file this process appends to, held under an exclusive lock
 // so no other writer (thread or process) appends to it at the same time.
 struct PackWriter {
@@ -83,6 +97,8 @@ struct Store::Impl {
   std::mutex writers_mu;
   std::vector<std::unique_ptr<internal::PackWriter>> idle_writers;
 
+  // Declared before the cache: cached buffers return here when it dies.
+  internal::BufferPool buffers;
   internal::ChunkCache cache;
 
   explicit Impl(const Options& o) : options(o), cache(o.cache_bytes) {}

@@ -62,7 +62,7 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
     ++report.objects_checked;
     const std::string oid = o.id.ObjectId();
     Result<std::vector<ManifestEntry>> entries =
-        DecodeManifest(o.manifest.data(), o.manifest.size(), o.size);
+        DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
     if (!entries.ok()) {
       problem("bad-manifest", oid, "", "", 0, entries.status().message());
       continue;
@@ -118,8 +118,9 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
     Result<std::unique_ptr<File>> f =
         impl->env->OpenFile(impl->packs_dir() + "/" + row.name, OpenMode::kRead);
     if (!f.ok()) {
+      const int64_t pack_id = id;  // structured bindings cannot be captured before clang 16
       if (whole || std::any_of(chunks.begin(), chunks.end(),
-                               [&](const auto& c) { return c.second.loc.pack_id == id; }))
+                               [&](const auto& c) { return c.second.loc.pack_id == pack_id; }))
         problem("missing-pack", "", "", row.name, 0, "pack file is missing: " + f.status().message());
       continue;
     }

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Runs the chunkstore command on every bad input the reliability issue
+lists and records what a user gets: exit code and the stderr line. Also
+checks that nothing stored was lost. Writes JSON (see reliability_report.py).
+
+Usage: bad_input.py CHUNKSTORE_BINARY OUT.json"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+
+def main(exe, out_path):
+    work = tempfile.mkdtemp(prefix="chunkstore-bad-input-")
+    store = os.path.join(work, "store")
+    cases = []
+
+    def run(label, args, stdin=None, expect=None):
+        p = subprocess.run([exe, "--store", store] + args, input=stdin, capture_output=True)
+        err = p.stderr.decode(errors="replace").strip().splitlines()
+        cases.append({"input": label, "command": "chunkstore " + " ".join(a.replace(work, "$W") for a in args),
+                      "exit": p.returncode, "message": (err[0] if err else "").replace(work, "$W"),
+                      "expected_exit": expect, "ok": expect is None or p.returncode == expect})
+        return p
+
+    def write(name, data):
+        path = os.path.join(work, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    keep = write("keep.bin", os.urandom(300000))
+    keep_id = run("a good file (control)", ["publish", "--name", "keep", keep], expect=0).stdout.split()[0].decode()
+    run("missing file", ["publish", os.path.join(work, "missing")], expect=1)
+    run("a directory with no files", ["publish", tempfile.mkdtemp(dir=work)], expect=1)
+    run("special file", ["publish", "/dev/null"], expect=1)
+    run("empty file", ["publish", write("empty", b"")], expect=0)
+    run("stdin closed at once", ["publish", "-"], stdin=b"", expect=0)
+    run("name with a control character", ["publish", "--name", "bad\x01name", keep], expect=2)
+    run("name of 2 KiB", ["publish", "--name", "n" * 2048, keep], expect=2)
+    run("name with @", ["publish", "--name", "a@b", keep], expect=2)
+    run("malformed ref", ["cat", "sha256:xyz"], expect=2)
+    run("ref with a bad version", ["cat", "keep@x"], expect=2)
+    run("unknown ref", ["cat", "nothing-here"], expect=3)
+    write("a", b"69235")
+    write("b", b"95303")
+    run("(setup) two objects sharing an id prefix",
+        ["publish", os.path.join(work, "a"), os.path.join(work, "b")], expect=0)
+    run("ambiguous id prefix", ["cat", "c11eb5e6"], expect=2)
+    run("negative range", ["cat", "keep", "--offset", "-5"], expect=2)
+    run("overflowing range", ["cat", "keep", "--offset", "99999999999999999999"], expect=2)
+    run("range past the end", ["cat", "keep", "--offset", "400000"], expect=0)
+    run("chunk parameters out of range", ["init", "--min", "10"], expect=2)
+    run("chunk parameters out of order", ["chunks", "--min", "8192", "--avg", "4096", keep], expect=2)
+    plain = os.path.join(work, "plain")
+    os.makedirs(plain)
+    write("plain/file.txt", b"x")
+    p = subprocess.run([exe, "--store", plain, "publish", keep], capture_output=True)
+    cases.append({"input": "a store directory that is not a store", "command": "chunkstore --store $W/plain publish ...",
+                  "exit": p.returncode, "message": p.stderr.decode().strip().replace(work, "$W"),
+                  "expected_exit": 1, "ok": p.returncode == 1 and os.listdir(plain) == ["file.txt"]})
+    newer = os.path.join(work, "newer")
+    subprocess.run([exe, "--store", newer, "init"], capture_output=True, check=True)
+    with sqlite3.connect(os.path.join(newer, "index.db")) as db:
+        db.execute("UPDATE meta SET value='9' WHERE key='schema_version'")
+    p = subprocess.run([exe, "--store", newer, "ls"], capture_output=True)
+    cases.append({"input": "a store of a newer format", "command": "chunkstore --store $W/newer ls",
+                  "exit": p.returncode, "message": p.stderr.decode().strip().replace(work, "$W"),
+                  "expected_exit": 1, "ok": p.returncode == 1})
+    # A pack file deleted under the store: reads and verify say so (4).
+    victim = os.path.join(work, "victim")
+    subprocess.run([exe, "--store", victim, "publish", "--name", "v", keep], capture_output=True, check=True)
+    for f in os.listdir(os.path.join(victim, "packs")):
+        os.remove(os.path.join(victim, "packs", f))
+    for args, label in [(["cat", "v"], "a pack file deleted under the store (cat)"),
+                        (["verify"], "a pack file deleted under the store (verify)")]:
+        p = subprocess.run([exe, "--store", victim] + args, capture_output=True)
+        lines = (p.stderr or p.stdout).decode().strip().splitlines()
+        cases.append({"input": label, "command": "chunkstore " + " ".join(args), "exit": p.returncode,
+                      "message": (lines[0] if lines else "").replace(work, "$W"), "expected_exit": 4,
+                      "ok": p.returncode == 4})
+    if os.geteuid() == 0:
+        cases.append({"input": "an unreadable file / a read-only store directory",
+                      "command": "(not run)", "exit": None,
+                      "message": "not testable as root, who bypasses file permissions; the error paths are "
+                                 "the same IOError ones the fault tests exercise",
+                      "expected_exit": None, "ok": True})
+    else:
+        secret = write("secret", b"x")
+        os.chmod(secret, 0)
+        run("unreadable file", ["publish", secret], expect=1)
+    cases.append({"input": "a full disk (ENOSPC on every write, fsync, rename in turn)",
+                  "command": "unit test FaultTest.EveryFailurePointOfAPublishLeavesTheStoreIntact/NoSpace",
+                  "exit": None, "message": "publish fails with 'No space left on device'; earlier objects verify; "
+                                           "a retry succeeds", "expected_exit": None, "ok": True})
+    # Nothing stored was lost along the way.
+    p = subprocess.run([exe, "--store", store, "cat", keep_id], capture_output=True)
+    with open(keep, "rb") as f:
+        intact = p.returncode == 0 and p.stdout == f.read()
+    v = subprocess.run([exe, "--store", store, "verify"], capture_output=True)
+    result = {"cases": cases, "earlier_object_intact": intact, "verify_exit": v.returncode}
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=1)
+    shutil.rmtree(work)
+    bad = [c for c in cases if not c["ok"]]
+    for c in bad:
+        print("bad_input: unexpected result for", c["input"], c)
+    print(f"bad_input: {len(cases)} cases, {len(bad)} unexpected; earlier object intact: {intact}")
+    return 0 if not bad and intact and v.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,184 @@
+// The corruption campaign: damage pack files and the index in many ways
+// (flip, zero, truncate; at record headers, payloads, pack headers, and
+// random places) and check that verify notices, that no read ever returns
+// wrong bytes, and that damage to one chunk affects only the objects that
+// contain it.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "common.h"
+#include "payload.h"
+
+namespace campaign {
+
+namespace fs = std::filesystem;
+using chunkstore::Store;
+
+namespace {
+
+struct Obj {
+  std::string id;
+  uint64_t seed;
+  size_t size;
+  std::vector<chunkstore::ChunkInfo> chunks;
+};
+
+std::vector<uint8_t> Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+void Spit(const std::string& path, const std::vector<uint8_t>& d) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(d.data()), static_cast<std::streamsize>(d.size()));
+}
+
+}  // namespace
+
+int Corrupt(int argc, char** argv) {
+  std::string dir = "/tmp/chunkstore-corrupt", out;
+  int trials = 200;
+  uint64_t seed = 1;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--dir") dir = argv[i + 1];
+    else if (k == "--trials") trials = std::atoi(argv[i + 1]);
+    else if (k == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (k == "--json") out = argv[i + 1];
+    else Die("corrupt: unknown flag " + k);
+  }
+  fs::remove_all(dir);
+  const std::string store_dir = dir + "/store";
+  std::vector<Obj> objs;
+  std::string pack_name;
+  {
+    auto s = Store::Open(store_dir, CampaignOptions());
+    if (!s.ok()) Die(s.status().ToString());
+    for (uint64_t i = 1; i <= 16; ++i) {
+      const size_t size = 20000 + (i * 77777) % 600000;
+      const auto data = Payload(i, size);
+      auto r = (*s)->PublishBytes(data.data(), data.size(), "o" + std::to_string(i));
+      if (!r.ok()) Die(r.status().ToString());
+      objs.push_back({r->id, i, size, *(*s)->Chunks(r->id)});
+    }
+    std::string text;  // compressible, so zlib records are damaged too
+    while (text.size() < 300000) text += "line " + std::to_string(text.size() % 1000) + " of text\n";
+    auto r = (*s)->PublishBytes(text.data(), text.size(), "text");
+    (void)r;
+  }
+  for (auto& e : fs::directory_iterator(store_dir + "/packs")) pack_name = e.path().filename();
+  const std::string pack = store_dir + "/packs/" + pack_name, index = store_dir + "/index.db";
+  // Checkpointed index: all of it in index.db, none in the WAL.
+  const auto pack_orig = Slurp(pack), index_orig = Slurp(index);
+  // Record offsets of each chunk (from the pack, walking records).
+  std::vector<std::pair<uint64_t, uint64_t>> records;  // offset, length incl. header
+  for (uint64_t off = 16; off + 64 <= pack_orig.size();) {
+    uint32_t stored = 0;
+    for (int b = 3; b >= 0; --b) stored = stored << 8 | pack_orig[off + 12 + b];
+    records.emplace_back(off, 64 + stored);
+    off += 64 + stored;
+  }
+  std::map<uint64_t, std::string> chunk_at;  // record offset -> chunk id hex
+  for (const auto& [off, len] : records) {
+    static const char* kHex = "0123456789abcdef";
+    std::string hex;
+    for (int b = 0; b < 32; ++b) {
+      hex += kHex[pack_orig[off + 16 + b] >> 4];
+      hex += kHex[pack_orig[off + 16 + b] & 15];
+    }
+    chunk_at[off] = hex;
+    (void)len;
+  }
+  std::mt19937_64 rng(seed);
+  double tried = 0, detected = 0, harmless = 0, wrong = 0, collateral = 0, refused_open = 0, reads = 0;
+  std::map<std::string, double> by_kind;
+  for (int t = 0; t < trials; ++t) {
+    Spit(pack, pack_orig);
+    Spit(index, index_orig);
+    fs::remove(index + "-wal");
+    const bool on_index = rng() % 10 < 3;
+    auto data = on_index ? index_orig : pack_orig;
+    const int mode = static_cast<int>(rng() % 3);  // flip, zero, truncate
+    const int place = static_cast<int>(rng() % 4);  // header, payload, file header, random
+    uint64_t at = rng() % data.size();
+    std::string hit_chunk;
+    if (!on_index && place < 2) {
+      const auto& rec = records[rng() % records.size()];
+      at = place == 0 ? rec.first + rng() % 64 : rec.first + 64 + rng() % (rec.second - 64);
+      hit_chunk = chunk_at[rec.first];
+    } else if (!on_index && place == 2) {
+      at = rng() % 16;
+    } else if (!on_index) {
+      for (const auto& rec : records)
+        if (at >= rec.first && at < rec.first + rec.second) hit_chunk = chunk_at[rec.first];
+    }
+    const size_t len = 1 + rng() % 16;
+    std::string kind = std::string(on_index ? "index" : "pack") + "-" +
+                       (mode == 0 ? "flip" : mode == 1 ? "zero" : "truncate");
+    bool changed = false;
+    if (mode == 2) {
+      if (at == 0) at = 1;
+      data.resize(at);
+      changed = true;
+      if (!on_index) hit_chunk.clear();  // a truncation reaches every later record
+    } else {
+      for (size_t k = 0; k < len && at + k < data.size(); ++k) {
+        const uint8_t before = data[at + k];
+        data[at + k] = mode == 0 ? static_cast<uint8_t>(before ^ (1u << (rng() % 8))) : 0;
+        changed |= data[at + k] != before;
+      }
+    }
+    if (!changed) continue;  // zeroing zeros: nothing to detect
+    Spit(on_index ? index : pack, data);
+    ++tried;
+    by_kind[kind] += 1;
+    chunkstore::Options o = CampaignOptions();
+    o.create_if_missing = false;
+    auto s = Store::Open(store_dir, o);
+    if (!s.ok()) {
+      ++refused_open;
+      ++detected;
+      continue;
+    }
+    auto v = (*s)->Verify();
+    const bool flagged = !v.ok() || v->corrupt();
+    int failed_reads = 0, bad = 0;
+    for (const auto& obj : objs) {
+      auto got = ReadAll(**s, obj.id);
+      ++reads;
+      if (!got.ok()) {
+        ++failed_reads;
+        // Pack damage inside one record may only affect objects holding it.
+        if (!hit_chunk.empty() && !on_index) {
+          bool contains = false;
+          for (const auto& c : obj.chunks) contains |= c.id == hit_chunk;
+          if (!contains) ++collateral;
+        }
+        continue;
+      }
+      if (*got != Payload(obj.seed, obj.size)) ++bad;
+    }
+    wrong += bad;
+    if (flagged || failed_reads > 0) ++detected;
+    else ++harmless;  // e.g. bytes SQLite does not use: verify and every read are right
+  }
+  Counters c;
+  c.Set("corruptions", tried);
+  c.Set("detected", detected);
+  c.Set("undetected_harmless", harmless);
+  c.Set("refused_at_open", refused_open);
+  c.Set("reads", reads);
+  c.Set("wrong_bytes_returned", wrong);
+  c.Set("collateral_failures", collateral);
+  for (const auto& [k, v] : by_kind) c.Set("tried_" + k, v);
+  std::cout << "corrupt: " << c.Json() << "\n";
+  if (!out.empty()) std::ofstream(out) << c.Json() << "\n";
+  fs::remove_all(dir);
+  return wrong == 0 && collateral == 0 ? 0 : 1;
+}
+
+}  // namespace campaign
