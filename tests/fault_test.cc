@@ -89,3 +89,124 @@ TEST(FaultTest, FailedPublishThenRetryInSameProcess) {
 
 }  // namespace
 }  // namespace chunkstore
+
+namespace chunkstore {
+namespace {
+
+using testing::RandomBytes;
+
+Options FaultOptions(Env* env) {
+  Options o = testing::SmallChunks();
+  o.env = env;
+  return o;
+}
+
+TEST(PowerLoss, EverythingAPublishReturnedSurvivesLosingUnsyncedBytes) {
+  testing::TempDir dir;
+  testing::FaultEnv env(Env::Posix());
+  std::vector<std::vector<uint8_t>> data;
+  {
+    auto s = *Store::Open(dir / "s", FaultOptions(&env));
+    for (int i = 0; i < 5; ++i) {
+      data.push_back(RandomBytes(150000 + i * 1000, 50 + i));
+      ASSERT_TRUE(s->PublishBytes(data[i].data(), data[i].size(), "o" + std::to_string(i)).ok());
+    }
+  }
+  env.DropUnsyncedData();
+  auto s = *Store::Open(dir / "s", FaultOptions(&env));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(*testing::ReadObject(*s, "o" + std::to_string(i)), data[i]);
+  auto v = s->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
+}
+
+TEST(PowerLoss, CrashAtEveryPointOfAPublishThenPowerLoss) {
+  testing::TempDir dir;
+  testing::FaultEnv env(Env::Posix());
+  const auto before = RandomBytes(80000, 1);
+  const auto payload = RandomBytes(1u << 20, 2);
+  {
+    auto s = *Store::Open(dir / "s", FaultOptions(&env));
+    ASSERT_TRUE(s->PublishBytes(before.data(), before.size(), "before").ok());
+  }
+  env.DropUnsyncedData();
+  int total = 0;
+  {
+    testing::TempDir probe;
+    auto s = *Store::Open(probe / "s", FaultOptions(&env));
+    env.FailAt(0);
+    ASSERT_TRUE(s->PublishBytes(payload.data(), payload.size(), "p").ok());
+    total = env.count();
+    env.DropUnsyncedData();
+  }
+  for (int n = 1; n <= total + 1; ++n) {
+    bool returned = false;
+    {
+      auto s = *Store::Open(dir / "s", FaultOptions(&env));
+      env.CrashAt(n);
+      returned = s->PublishBytes(payload.data(), payload.size(), "p").ok();
+      env.FailAt(0);
+    }
+    env.DropUnsyncedData();
+    auto s = *Store::Open(dir / "s", FaultOptions(&env));
+    auto old = testing::ReadObject(*s, "before");
+    ASSERT_TRUE(old.ok()) << "crash at " << n << ": " << old.status().ToString();
+    EXPECT_EQ(*old, before);
+    auto got = testing::ReadObject(*s, "p");
+    if (returned) {
+      ASSERT_TRUE(got.ok()) << "crash at " << n << ": a publish that returned was lost: "
+                            << got.status().ToString();
+    }
+    if (got.ok()) {
+      EXPECT_EQ(*got, payload);
+      ASSERT_TRUE(s->RemoveName("p").ok());  // start the next round without it
+      GcOptions g;
+      g.orphan_grace_seconds = 0;
+      ASSERT_TRUE(s->Gc(g).ok());
+    } else {
+      EXPECT_TRUE(got.status().IsNotFound()) << "crash at " << n << ": " << got.status().ToString();
+    }
+    auto v = s->Verify();
+    ASSERT_TRUE(v.ok());
+    EXPECT_FALSE(v->corrupt()) << "crash at " << n;
+  }
+}
+
+TEST(FaultTest, BatchFailureAtEveryPointIsAllOrNothing) {
+  testing::TempDir dir;
+  testing::FaultEnv env(Env::Posix());
+  std::vector<std::vector<uint8_t>> items;
+  for (int i = 0; i < 6; ++i) items.push_back(RandomBytes(20000 + 30000 * i, 70 + i));
+  auto publish_all = [&](Store& s) -> Status {
+    auto b = s.NewBatch();
+    for (int i = 0; i < 6; ++i) {
+      auto r = b->AddBytes(items[i].data(), items[i].size(), "b" + std::to_string(i));
+      if (!r.ok()) return r.status();
+    }
+    return b->Commit().status();
+  };
+  int total = 0;
+  {
+    testing::TempDir probe;
+    auto s = *Store::Open(probe / "s", FaultOptions(&env));
+    env.FailAt(0);
+    ASSERT_TRUE(publish_all(*s).ok());
+    total = env.count();
+  }
+  for (int n = 1; n <= total; ++n) {
+    auto s = *Store::Open(dir / "s", FaultOptions(&env));
+    env.FailAt(n);
+    const Status st = publish_all(*s);
+    env.FailAt(0);
+    if (st.ok()) break;  // a failure point after the commit: nothing to see
+    EXPECT_TRUE(st.IsIOError()) << st.ToString();
+    for (int i = 0; i < 6; ++i)
+      EXPECT_TRUE(s->Resolve("b" + std::to_string(i)).status().IsNotFound()) << "failure " << n;
+  }
+  auto s = *Store::Open(dir / "s", FaultOptions(&env));
+  ASSERT_TRUE(publish_all(*s).ok());
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(*testing::ReadObject(*s, "b" + std::to_string(i)), items[i]);
+}
+
+}  // namespace
+}  // namespace chunkstore

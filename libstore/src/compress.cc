@@ -1,6 +1,6 @@
 // zlib compression with cheap incompressibility checks (see compress.h).
 //
-// Two gates keep random data cheap: chunks of 16 KiB and more are judged
+// Two gates keep random data cheap: chunks of 64 KiB and more are judged
 // by compressing four 4 KiB samples; smaller ones by their byte histogram
 // (collision entropy above 6 bits per byte means deflate cannot save a
 // sixteenth). Deflate state is kept per thread and reset, not rebuilt: its
