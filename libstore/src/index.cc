@@ -46,7 +46,7 @@ CREATE INDEX names_by_object ON names(object);
 
 struct Index::Statements {
   Stmt find_chunk, insert_chunk, insert_pack, set_pack_size, find_pack, list_packs;
-  Stmt find_object, insert_object, find_prefix, max_version, insert_name, find_name,
+  Stmt find_object, insert_object, find_prefix, insert_name, find_name,
       find_latest_name;
   Stmt begin, begin_read, commit, rollback;
 };
@@ -178,8 +178,9 @@ Status Index::Prepare() {
        "INSERT INTO objects VALUES(?1,?2,?3,?4,?5,?6) "
        "ON CONFLICT(id) DO UPDATE SET pinned = max(pinned, excluded.pinned)"},
       {&st_->find_prefix, "SELECT id FROM objects WHERE id>=?1 AND id<=?2 LIMIT ?3"},
-      {&st_->max_version, "SELECT max(version) FROM names WHERE name=?1"},
-      {&st_->insert_name, "INSERT INTO names VALUES(?1,?2,?3,?4)"},
+      {&st_->insert_name,
+       "INSERT INTO names SELECT ?1, coalesce(max(version), 0) + 1, ?2, ?3 FROM names "
+       "WHERE name=?1 RETURNING version"},
       {&st_->find_name, "SELECT version, object, created FROM names WHERE name=?1 AND version=?2"},
       {&st_->find_latest_name,
        "SELECT version, object, created FROM names WHERE name=?1 ORDER BY version DESC LIMIT 1"},
@@ -346,15 +347,11 @@ Result<std::vector<Digest>> Index::FindObjectsByPrefix(const std::string& hex_pr
 }
 
 Result<int64_t> Index::AddName(const std::string& name, const Digest& object, int64_t created) {
-  int64_t version = 1;
-  {
-    Use u(st_->max_version);
-    u.Text(1, name);
-    if (u.Step() != SQLITE_ROW) return Error("cannot read a name's history");
-    version = u.ColInt(0) + 1;  // max() of no rows is NULL, read as 0
-  }
+  // One statement finds the next version and inserts it.
   Use u(st_->insert_name);
-  u.Text(1, name).Int(2, version).Id(3, object).Int(4, created);
+  u.Text(1, name).Id(2, object).Int(3, created);
+  if (u.Step() != SQLITE_ROW) return Error("cannot record a name");
+  const int64_t version = u.ColInt(0);
   if (u.Step() != SQLITE_DONE) return Error("cannot record a name");
   return version;
 }
