@@ -2,7 +2,7 @@
 # Runs the full reliability campaigns and regenerates docs/reliability.md:
 # crash (1,000 SIGKILLs), corruption (1,000 damaged stores), concurrency
 # (11 processes for 60 s), bad input (every case in the table) and fuzzing
-# (each libFuzzer target for a few minutes). Figures are saved as JSON in
+# (each libFuzzer target for a minute). Figures are saved as JSON in
 # docs/measurements/reliability-DATE/.
 # Usage: scripts/reliability.sh [--quick]   (--quick: small counts, for trying it out)
 set -euo pipefail
@@ -17,7 +17,7 @@ mkdir -p "$out"
 torture=build-release/tests/chunkstore-torture
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-if [ $quick = 1 ]; then kills=50; trials=100; secs=10; fuzz=10; else kills=1000; trials=1000; secs=60; fuzz=180; fi
+if [ $quick = 1 ]; then kills=50; trials=100; secs=10; fuzz=10; else kills=1000; trials=1000; secs=60; fuzz=60; fi
 "$torture" crash --kills $kills --seed 1 --dir "$scratch/crash" --json "$out/crash.json"
 "$torture" corrupt --trials $trials --seed 1 --dir "$scratch/corrupt" --json "$out/corrupt.json"
 "$torture" concurrency --seconds $secs --dir "$scratch/concurrency" --json "$out/concurrency.json"
