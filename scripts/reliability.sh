@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 scripts/install-deps.sh
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=ON >/dev/null
 cmake --build build-release -j"$(nproc)" --target chunkstore chunkstore-torture
 out=docs/measurements/reliability-$(date -u +%Y-%m-%d)
 mkdir -p "$out"

@@ -13,12 +13,6 @@ using namespace internal;
 
 namespace {
 
-int64_t Now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Rows of name versions joined with their objects' sizes.
 Result<std::vector<NameEntry>> NameRows(Index* index, Query& q) {
   if (!q.ok()) return index->Error("cannot query names");
@@ -152,7 +146,7 @@ Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
     index->Rollback();
     return row.ok() ? Status::NotFound("no object " + id->ObjectId()) : row.status();
   }
-  const int64_t now = Now();
+  const int64_t now = NowSeconds();
   Result<int64_t> v = index->AddName(name, *id, now);
   if (!v.ok()) {
     index->Rollback();

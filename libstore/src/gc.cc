@@ -215,9 +215,7 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
       if (!rows.ok()) return rows.status();
       for (const auto& r : *rows) known.insert(r.name);
     }
-    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now = NowSeconds();
     for (const std::string& name : *files) {
       if (known.count(name) || name.rfind("pack-", 0) != 0) continue;
       const std::string path = impl->packs_dir() + "/" + name;

@@ -22,12 +22,6 @@ using namespace internal;
 
 namespace {
 
-int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string RandomPackName() {
   static std::mutex mu;
   static std::mt19937_64 rng(std::random_device{}() ^

@@ -2,6 +2,7 @@
 // internal pieces that publishing and reading are built from.
 #pragma once
 
+#include <chrono>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,13 @@
 namespace chunkstore {
 
 namespace internal {
+
+// Unix time in whole seconds (object, name and gc timestamps).
+inline int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // A bounded LRU cache of chunks whose SHA-256 has been verified.
 class ChunkCache {
