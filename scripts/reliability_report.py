@@ -68,6 +68,7 @@ one whose publish had started.
 """)
     if corrupt:
         kinds = ", ".join(f"{k[6:]} {n(v)}" for k, v in corrupt.items() if k.startswith("tried_"))
+        missed = ", ".join(f"{k[11:]} {n(v)}" for k, v in corrupt.items() if k.startswith("undetected_") and k != "undetected_harmless") or "none"
         parts.append(f"""## Corruption campaign
 
 A store of 17 objects (random ones sharing chunks, and compressible text)
@@ -80,9 +81,10 @@ reads every object, comparing bytes.
 |---:|---:|---:|---:|---:|---:|---:|
 | {n(corrupt['corruptions'])} | {n(corrupt['detected'])} | {n(corrupt['undetected_harmless'])} | {n(corrupt['refused_at_open'])} | {n(corrupt['reads'])} | {n(corrupt['wrong_bytes_returned'])} | {n(corrupt['collateral_failures'])} |
 
-Trials by kind: {kinds}. "Undetected and harmless" means the bytes changed
-were ones nothing reads (SQLite free space, for example): verify passed and
-every object read back exactly. Spill files are anonymous (`O_TMPFILE`) and
+Trials by kind: {kinds}. Undetected, by kind: {missed}. "Undetected and
+harmless" means the bytes changed were ones no check covers because
+nothing depends on them (free space inside SQLite pages, timestamps):
+verify passed and every object read back exactly. Spill files are anonymous (`O_TMPFILE`) and
 cannot be reached from outside the process, so they are not a target.
 """)
     if conc:

@@ -34,7 +34,7 @@ TEST(RecordHeader, RoundTrip) {
 TEST(RecordHeader, EveryFlippedByteIsDetected) {
   uint8_t good[kRecordHeaderSize];
   EncodeRecordHeader(SampleHeader(), good);
-  for (size_t i = 0; i < 60; ++i) {  // bytes 60..63 are reserved padding
+  for (size_t i = 0; i < kRecordHeaderSize; ++i) {
     uint8_t bad[kRecordHeaderSize];
     std::memcpy(bad, good, sizeof bad);
     bad[i] ^= 0x40;
@@ -76,6 +76,9 @@ TEST(PackHeader, RoundTripAndRejects) {
   EncodePackHeader(buf);
   EXPECT_TRUE(DecodePackHeader(buf, sizeof buf).ok());
   EXPECT_TRUE(DecodePackHeader(buf, 8).IsCorruption());
+  buf[13] = 1;  // reserved
+  EXPECT_TRUE(DecodePackHeader(buf, sizeof buf).IsCorruption());
+  buf[13] = 0;
   buf[8] = 9;
   EXPECT_TRUE(DecodePackHeader(buf, sizeof buf).IsUnsupported());
   buf[0] = 'X';

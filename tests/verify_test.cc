@@ -93,6 +93,14 @@ TEST_F(VerifyTest, DeletedChunkRowIsAMissingChunk) {
   EXPECT_EQ(r->problems[0].chunk_id, chunks_[1].id);
 }
 
+TEST_F(VerifyTest, DamagedPackHeaderIsReported) {
+  Flip(3);  // in the pack file's magic
+  auto r = Open()->Verify();
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->corrupt());
+  EXPECT_EQ(r->problems[0].kind, "bad-pack-header");
+}
+
 TEST_F(VerifyTest, OrphanPackIsOnlyAWarning) {
   testing::WriteFile(dir_ / "s/packs/pack-0000000000000001.pack", RandomBytes(10, 1));
   auto r = Open()->Verify();

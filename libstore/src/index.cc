@@ -46,7 +46,7 @@ CREATE INDEX names_by_object ON names(object);
 
 struct Index::Statements {
   Stmt find_chunk, insert_chunk, insert_pack, set_pack_size, find_pack, list_packs;
-  Stmt find_object, insert_object, find_prefix, insert_name, find_name,
+  Stmt find_object, find_object_chunk, insert_object, find_prefix, insert_name, find_name,
       find_latest_name;
   Stmt begin, begin_read, commit, rollback;
 };
@@ -174,6 +174,10 @@ Status Index::Prepare() {
       {&st_->find_pack, "SELECT id, name, size FROM packs WHERE id=?1"},
       {&st_->list_packs, "SELECT id, name, size FROM packs ORDER BY id"},
       {&st_->find_object, "SELECT size, chunk_count, manifest, created, pinned FROM objects WHERE id=?1"},
+      {&st_->find_object_chunk,
+       "SELECT o.size, o.chunk_count, o.manifest, o.created, o.pinned, c.pack, c.offset, c.raw_len, "
+       "c.stored_len, c.codec, c.xxh64 FROM objects o LEFT JOIN chunks c "
+       "ON c.id = substr(o.manifest, 1, 32) WHERE o.id=?1"},
       {&st_->insert_object,
        "INSERT INTO objects VALUES(?1,?2,?3,?4,?5,?6) "
        "ON CONFLICT(id) DO UPDATE SET pinned = max(pinned, excluded.pinned)"},
@@ -302,6 +306,34 @@ Result<std::optional<ObjectRow>> Index::FindObject(const Digest& id) {
   row.created = u.ColInt(3);
   row.pinned = u.ColInt(4) != 0;
   return std::optional<ObjectRow>(std::move(row));
+}
+
+Result<std::optional<std::pair<ObjectRow, std::optional<ChunkLocation>>>>
+Index::FindObjectAndFirstChunk(const Digest& id) {
+  using Found = std::pair<ObjectRow, std::optional<ChunkLocation>>;
+  Use u(st_->find_object_chunk);
+  u.Id(1, id);
+  const int rc = u.Step();
+  if (rc == SQLITE_DONE) return std::optional<Found>();
+  if (rc != SQLITE_ROW) return Error("cannot look up an object");
+  Found f;
+  f.first.id = id;
+  f.first.size = static_cast<uint64_t>(u.ColInt(0));
+  f.first.chunk_count = static_cast<uint32_t>(u.ColInt(1));
+  f.first.manifest = u.ColBlob(2);
+  f.first.created = u.ColInt(3);
+  f.first.pinned = u.ColInt(4) != 0;
+  if (sqlite3_column_type(st_->find_object_chunk.get(), 5) != SQLITE_NULL) {
+    ChunkLocation loc;
+    loc.pack_id = u.ColInt(5);
+    loc.offset = static_cast<uint64_t>(u.ColInt(6));
+    loc.raw_len = static_cast<uint32_t>(u.ColInt(7));
+    loc.stored_len = static_cast<uint32_t>(u.ColInt(8));
+    loc.codec = static_cast<Codec>(u.ColInt(9));
+    loc.xxh64 = static_cast<uint64_t>(u.ColInt(10));
+    f.second = loc;
+  }
+  return std::optional<Found>(std::move(f));
 }
 
 Status Index::InsertObject(const ObjectRow& row) {

@@ -92,6 +92,11 @@ class Index {
   Result<std::vector<PackRow>> ListPacks();
 
   Result<std::optional<ObjectRow>> FindObject(const Digest& id);
+  // The object row and the location of the chunk its manifest lists first
+  // (nullopt for the empty object or an unindexed chunk), in one query:
+  // for the many single-chunk objects that is everything a reader needs.
+  Result<std::optional<std::pair<ObjectRow, std::optional<ChunkLocation>>>> FindObjectAndFirstChunk(
+      const Digest& id);
   Status InsertObject(const ObjectRow& row);  // ignored if present
   // Ids of objects whose id starts with the given hex digits (at most limit).
   Result<std::vector<Digest>> FindObjectsByPrefix(const std::string& hex_prefix, int limit);

@@ -41,6 +41,7 @@ Status DecodePackHeader(const uint8_t* in, size_t n) {
   if (version != kPackVersion)
     return Status::Unsupported("pack file format version " + std::to_string(version) +
                                " is not supported");
+  if (Get32(in + 12) != 0) return Status::Corruption("pack file header has non-zero reserved bytes");
   return Status::OK();
 }
 
@@ -61,6 +62,7 @@ Result<RecordHeader> DecodeRecordHeader(const uint8_t* in, size_t n) {
     return Status::Corruption("chunk record has a bad magic number");
   if (Get32(in + 56) != static_cast<uint32_t>(XxHash64(in, 56)))
     return Status::Corruption("chunk record header fails its check");
+  if (Get32(in + 60) != 0) return Status::Corruption("chunk record header has non-zero reserved bytes");
   RecordHeader h;
   if (in[4] > static_cast<uint8_t>(Codec::kZlib))
     return Status::Corruption("chunk record names unknown codec " + std::to_string(in[4]));

@@ -68,11 +68,24 @@ Status internal::CheckRecord(const File& pack, const Digest& id, const ChunkLoca
                              bool quick, Buffer* raw) {
   if (loc.stored_len > kMaxRecordLength || loc.raw_len > kMaxRecordLength)
     return Status::Corruption("the index records impossible lengths");
-  uint8_t header[kRecordHeaderSize];
+  // Small records come in one read (header and payload); large ones in
+  // two, so the payload lands straight in its buffer.
+  constexpr uint32_t kOneRead = 64 << 10;
+  thread_local Buffer small;
+  const bool one_read = loc.stored_len <= kOneRead;
+  uint8_t header_bytes[kRecordHeaderSize];
+  const uint8_t* header = header_bytes;
   size_t got = 0;
-  CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, sizeof header, header, &got));
-  if (got != sizeof header) return Status::Corruption("the pack file is truncated");
-  Result<RecordHeader> h = DecodeRecordHeader(header, sizeof header);
+  if (one_read) {
+    small.Resize(kRecordHeaderSize + loc.stored_len);
+    CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, small.size(), small.data(), &got));
+    if (got != small.size()) return Status::Corruption("the pack file is truncated");
+    header = small.data();
+  } else {
+    CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, kRecordHeaderSize, header_bytes, &got));
+    if (got != kRecordHeaderSize) return Status::Corruption("the pack file is truncated");
+  }
+  Result<RecordHeader> h = DecodeRecordHeader(header, kRecordHeaderSize);
   if (!h.ok()) return h.status();
   if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
       h->codec != loc.codec || h->xxh64 != loc.xxh64)
@@ -80,17 +93,26 @@ Status internal::CheckRecord(const File& pack, const Digest& id, const ChunkLoca
   // Raw payloads are read straight into the output; zlib ones into a
   // per-thread scratch buffer first.
   thread_local Buffer scratch;
-  Buffer* stored = loc.codec == Codec::kRaw ? raw : &scratch;
-  stored->Resize(loc.stored_len);
-  CHUNKSTORE_RETURN_IF_ERROR(
-      pack.ReadAt(loc.offset + kRecordHeaderSize, loc.stored_len, stored->data(), &got));
-  if (got != loc.stored_len) return Status::Corruption("the pack file is truncated");
-  if (XxHash64(stored->data(), loc.stored_len) != loc.xxh64)
+  const uint8_t* stored;
+  if (one_read) {
+    stored = small.data() + kRecordHeaderSize;
+  } else {
+    Buffer* into = loc.codec == Codec::kRaw ? raw : &scratch;
+    into->Resize(loc.stored_len);
+    CHUNKSTORE_RETURN_IF_ERROR(
+        pack.ReadAt(loc.offset + kRecordHeaderSize, loc.stored_len, into->data(), &got));
+    if (got != loc.stored_len) return Status::Corruption("the pack file is truncated");
+    stored = into->data();
+  }
+  if (XxHash64(stored, loc.stored_len) != loc.xxh64)
     return Status::Corruption("stored bytes fail their xxHash64 check");
   if (quick) return Status::OK();
   if (loc.codec == Codec::kZlib) {
     raw->Resize(loc.raw_len);
-    CHUNKSTORE_RETURN_IF_ERROR(Decompress(stored->data(), loc.stored_len, loc.raw_len, raw->data()));
+    CHUNKSTORE_RETURN_IF_ERROR(Decompress(stored, loc.stored_len, loc.raw_len, raw->data()));
+  } else if (one_read) {
+    raw->Resize(loc.raw_len);
+    std::memcpy(raw->data(), stored, loc.raw_len);
   }
   if (Sha256::Of(raw->data(), raw->size()) != id)
     return Status::Corruption("content does not match its SHA-256");
@@ -327,6 +349,40 @@ Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
   std::vector<ChunkLocation> locs;
   std::vector<ManifestEntry> entries;
   Digest id;
+  // Fast path: a full id naming an object of at most one chunk needs one
+  // query and no explicit transaction.
+  std::optional<Digest> full;
+  if (ref.size() == 71 && ref.rfind("sha256:", 0) == 0) full = Digest::FromHex(ref.substr(7));
+  else if (ref.size() == 64) full = Digest::FromHex(ref);
+  if (full) {
+    std::lock_guard<std::mutex> l(impl_->db_mu);
+    auto found = impl_->index->FindObjectAndFirstChunk(*full);
+    if (!found.ok()) return found.status();
+    if (found->has_value() && (*found)->first.chunk_count <= 1) {
+      row = std::move((*found)->first);
+      id = *full;
+      const std::string oid = id.ObjectId();
+      Result<std::vector<ManifestEntry>> decoded =
+          DecodeManifest(id, row.size, row.manifest.data(), row.manifest.size());
+      if (!decoded.ok())
+        return Status::Corruption("object " + oid + ": " + decoded.status().message(), oid);
+      if (decoded->size() != row.chunk_count)
+        return Status::Corruption("object " + oid + ": manifest and index disagree on the chunk count", oid);
+      if (!decoded->empty()) {
+        const ManifestEntry& e = decoded->front();
+        if (!(*found)->second)
+          return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is not in the index", oid,
+                                    e.id.Hex());
+        if ((*found)->second->raw_len != e.length)
+          return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() +
+                                        " has a different length in the index than in the manifest",
+                                    oid, e.id.Hex());
+        locs.push_back(*(*found)->second);
+      }
+      return std::unique_ptr<Reader>(
+          new ObjectReader(impl_, id, row.size, std::move(*decoded), std::move(locs)));
+    }
+  }
   {
     // One read transaction for the ref, the manifest and every chunk
     // location: one consistent snapshot and one lock round trip.

@@ -124,6 +124,12 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
         problem("missing-pack", "", "", row.name, 0, "pack file is missing: " + f.status().message());
       continue;
     }
+    uint8_t header[kPackHeaderSize];
+    size_t got = 0;
+    Status read = (*f)->ReadAt(0, sizeof header, header, &got);
+    if (!read.ok()) return read;
+    Status decoded = DecodePackHeader(header, got);
+    if (!decoded.ok()) problem("bad-pack-header", "", "", row.name, 0, decoded.message());
     Result<uint64_t> size = (*f)->Size();
     if (size.ok() && *size < row.size)
       problem("short-pack", "", "", row.name, *size,

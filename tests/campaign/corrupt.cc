@@ -95,7 +95,7 @@ int Corrupt(int argc, char** argv) {
   }
   std::mt19937_64 rng(seed);
   double tried = 0, detected = 0, harmless = 0, wrong = 0, collateral = 0, refused_open = 0, reads = 0;
-  std::map<std::string, double> by_kind;
+  std::map<std::string, double> by_kind, undetected_by_kind;
   for (int t = 0; t < trials; ++t) {
     Spit(pack, pack_orig);
     Spit(index, index_orig);
@@ -163,8 +163,12 @@ int Corrupt(int argc, char** argv) {
       if (*got != Payload(obj.seed, obj.size)) ++bad;
     }
     wrong += bad;
-    if (flagged || failed_reads > 0) ++detected;
-    else ++harmless;  // e.g. bytes SQLite does not use: verify and every read are right
+    if (flagged || failed_reads > 0) {
+      ++detected;
+    } else {
+      ++harmless;  // e.g. bytes SQLite does not use: verify and every read are right
+      undetected_by_kind[kind] += 1;
+    }
   }
   Counters c;
   c.Set("corruptions", tried);
@@ -175,6 +179,7 @@ int Corrupt(int argc, char** argv) {
   c.Set("wrong_bytes_returned", wrong);
   c.Set("collateral_failures", collateral);
   for (const auto& [k, v] : by_kind) c.Set("tried_" + k, v);
+  for (const auto& [k, v] : undetected_by_kind) c.Set("undetected_" + k, v);
   std::cout << "corrupt: " << c.Json() << "\n";
   if (!out.empty()) std::ofstream(out) << c.Json() << "\n";
   fs::remove_all(dir);

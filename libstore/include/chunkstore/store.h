@@ -98,7 +98,7 @@ struct VerifyOptions {
 
 struct VerifyProblem {
   std::string kind;       // "corrupt-chunk", "missing-chunk", "bad-manifest", "missing-pack",
-                          // "short-pack", "orphan-pack" (orphan-pack is a warning only)
+                          // "short-pack", "bad-pack-header", "orphan-pack" (a warning only)
   std::string object_id;  // may be empty
   std::string chunk_id;   // may be empty
   std::string pack;       // pack file name, may be empty
