@@ -124,26 +124,36 @@ class MemEnv final : public Env {
   }
   Status SyncDir(const std::string&) override { return Status::OK(); }
 
+  // Locks belong to the file, not its name (as flock's do): a renamed
+  // file stays locked.
   Result<std::unique_ptr<FileLock>> TryLockFile(const std::string& path) override {
     std::lock_guard<std::mutex> l(mu_);
-    if (locks_.count(path)) return Status::Busy(path + " is locked by another writer");
-    locks_.insert(path);
-    return std::unique_ptr<FileLock>(new MemLock(this, path));
+    const std::string key = LockKey(path);
+    if (locks_.count(key)) return Status::Busy(path + " is locked by another writer");
+    locks_.insert(key);
+    return std::unique_ptr<FileLock>(new MemLock(this, key));
   }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
     std::unique_lock<std::mutex> l(mu_);
-    unlocked_.wait(l, [&] { return locks_.count(path) == 0; });
-    locks_.insert(path);
-    return std::unique_ptr<FileLock>(new MemLock(this, path));
+    const std::string key = LockKey(path);
+    unlocked_.wait(l, [&] { return locks_.count(key) == 0; });
+    locks_.insert(key);
+    return std::unique_ptr<FileLock>(new MemLock(this, key));
   }
 
-  void Unlock(const std::string& path) {
+  void Unlock(const std::string& key) {
     std::lock_guard<std::mutex> l(mu_);
-    locks_.erase(path);
+    locks_.erase(key);
     unlocked_.notify_all();
   }
 
  private:
+  std::string LockKey(const std::string& path) {  // mu_ held
+    auto it = files_.find(path);
+    if (it == files_.end()) return "name:" + path;
+    return "file:" + std::to_string(reinterpret_cast<uintptr_t>(it->second.get()));
+  }
+
   std::mutex mu_;
   std::condition_variable unlocked_;
   std::map<std::string, std::shared_ptr<MemData>> files_;

@@ -15,7 +15,8 @@
 //  - Readers that cached a location from before a compaction find the
 //    chunk again through the index (see reader.cc).
 //  - Pack files with no row are removed only when unlocked and older than
-//    an hour: a writer's brand-new pack has no row until its first commit.
+//    the grace period (an hour by default): a writer's new pack has no row
+//    until its first commit, and is created as .new, locked, then renamed.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -218,10 +219,14 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
     const int64_t now = NowSeconds();
     for (const std::string& name : *files) {
       if (known.count(name) || name.rfind("pack-", 0) != 0) continue;
+      const bool is_new = name.size() > 4 && name.compare(name.size() - 4, 4, ".new") == 0;
+      // A .new file may be a pack being created this instant, not yet
+      // locked: never younger than ten minutes, whatever the grace option.
+      const int64_t min_age = is_new ? std::max<int64_t>(options.orphan_grace_seconds, 600)
+                                     : options.orphan_grace_seconds;
       const std::string path = impl->packs_dir() + "/" + name;
       struct stat st;
-      if (::stat(path.c_str(), &st) != 0 || now - st.st_mtim.tv_sec < options.orphan_grace_seconds)
-        continue;
+      if (::stat(path.c_str(), &st) != 0 || now - st.st_mtim.tv_sec < min_age) continue;
       Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(path);
       if (!lock.ok()) continue;
       Result<std::unique_ptr<File>> f = env->OpenFile(path, OpenMode::kRead);

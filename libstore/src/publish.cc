@@ -140,19 +140,30 @@ Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
 
 Result<std::unique_ptr<PackWriter>> Store::Impl::NewPackWriter() {
   // A random name, so writers in other processes never collide; the pack
-  // becomes part of the store when its row commits.
+  // becomes part of the store when its row commits. It is created as
+  // "<name>.new", locked, and only then renamed to its real name (the lock
+  // stays with the file): a gc therefore never sees an unlocked new pack
+  // under a .pack name, and leaves young .new files alone.
   auto w = std::make_unique<PackWriter>();
   w->name = RandomPackName();
   w->path = packs_dir() + "/" + w->name;
-  Result<std::unique_ptr<File>> f = env->OpenFile(w->path, OpenMode::kCreateNew);
+  const std::string fresh = w->path + ".new";
+  Result<std::unique_ptr<File>> f = env->OpenFile(fresh, OpenMode::kCreateNew);
   if (!f.ok()) return f.status();
   w->file = std::move(*f);
-  Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(w->path);
-  if (!lock.ok()) return lock.status();
+  auto discard = [&](const Status& s) {
+    w->lock.reset();
+    env->RemoveFile(fresh);
+    return s;
+  };
+  Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(fresh);
+  if (!lock.ok()) return discard(lock.status());
   w->lock = std::move(*lock);
   uint8_t header[kPackHeaderSize];
   EncodePackHeader(header);
-  CHUNKSTORE_RETURN_IF_ERROR(w->file->Append(header, sizeof header));
+  Status s = w->file->Append(header, sizeof header);
+  if (s.ok()) s = env->RenameFile(fresh, w->path);
+  if (!s.ok()) return discard(s);
   w->size = kPackHeaderSize;
   w->needs_dir_sync = true;
   return w;
