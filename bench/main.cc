@@ -48,7 +48,8 @@ std::string Environment(const bench::Workload& w, const bench::Config& c) {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const std::string commit = ReadCommand("git -C " CHUNKSTORE_SOURCE_DIR " rev-parse --short HEAD 2>/dev/null");
   const std::string dirty =
-      ReadCommand("git -C " CHUNKSTORE_SOURCE_DIR " status --porcelain --untracked-files=no 2>/dev/null");
+      ReadCommand("git -C " CHUNKSTORE_SOURCE_DIR
+                  " status --porcelain --untracked-files=no -- . ':!docs/measurements' 2>/dev/null");
   std::ostringstream o;
   o << "{\"cpu\": " << JsonString(CpuModel()) << ", \"cores\": " << std::thread::hardware_concurrency()
     << ", \"kernel\": " << JsonString(std::string(u.sysname) + " " + u.release)
