@@ -476,6 +476,26 @@ TEST(Corruption, SingleChunkObjectWithItsChunkRowGoneFailsAtOpen) {
   }
 }
 
+TEST(Corruption, PublishingBesideADeletedPackDoesNotRecreateIt) {
+  TempDir dir;
+  const auto a = RandomBytes(50000, 1), b = RandomBytes(50000, 2);
+  std::string pack;
+  {
+    auto s = *Store::Open(dir / "s", SmallChunks());
+    ASSERT_TRUE(s->PublishBytes(a.data(), a.size(), "a").ok());
+  }
+  for (auto& e : std::filesystem::directory_iterator(dir / "s/packs")) pack = e.path();
+  std::filesystem::remove(pack);
+  auto s = *Store::Open(dir / "s");
+  ASSERT_TRUE(s->PublishBytes(b.data(), b.size(), "b").ok());  // goes to a new pack
+  EXPECT_FALSE(std::filesystem::exists(pack));
+  EXPECT_EQ(*ReadObject(*s, "b"), b);
+  auto v = s->Verify();
+  ASSERT_TRUE(v.ok());
+  ASSERT_TRUE(v->corrupt());
+  EXPECT_EQ(v->problems[0].kind, "missing-pack");
+}
+
 TEST(Corruption, ManifestNamingAnUnindexedChunkFailsAtOpen) {
   TempDir dir;
   const auto data = RandomBytes(50000, 4);

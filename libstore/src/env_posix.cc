@@ -173,16 +173,22 @@ class PosixEnv final : public Env {
   }
 
   Result<std::unique_ptr<FileLock>> TryLockFile(const std::string& path) override {
-    return Lock(path, LOCK_EX | LOCK_NB);
+    return Lock(path, LOCK_EX | LOCK_NB, true);
+  }
+  Result<std::unique_ptr<FileLock>> TryLockExistingFile(const std::string& path) override {
+    return Lock(path, LOCK_EX | LOCK_NB, false);
   }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
-    return Lock(path, LOCK_EX);
+    return Lock(path, LOCK_EX, true);
   }
 
  private:
-  Result<std::unique_ptr<FileLock>> Lock(const std::string& path, int op) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return ErrnoStatus("cannot open lock file", path, errno);
+  Result<std::unique_ptr<FileLock>> Lock(const std::string& path, int op, bool create) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+    if (fd < 0) {
+      if (errno == ENOENT) return Status::NotFound("no such file " + path);
+      return ErrnoStatus("cannot open lock file", path, errno);
+    }
     while (::flock(fd, op) != 0) {
       if (errno == EINTR) continue;
       const int err = errno;

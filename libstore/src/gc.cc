@@ -167,7 +167,7 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
       continue;
     }
     const std::string path = impl->packs_dir() + "/" + use.row.name;
-    Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(path);
+    Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(path);
     if (!lock.ok()) {
       ++report.packs_skipped;
       continue;
@@ -227,7 +227,7 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
       const std::string path = impl->packs_dir() + "/" + name;
       struct stat st;
       if (::stat(path.c_str(), &st) != 0 || now - st.st_mtim.tv_sec < min_age) continue;
-      Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(path);
+      Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(path);
       if (!lock.ok()) continue;
       Result<std::unique_ptr<File>> f = env->OpenFile(path, OpenMode::kRead);
       uint64_t size = 0;

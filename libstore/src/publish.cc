@@ -82,8 +82,8 @@ Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
       w = std::move(idle_writers.back());
       idle_writers.pop_back();
     }
-    Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(w->path);
-    if (!lock.ok()) continue;  // someone else writes it now
+    Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(w->path);
+    if (!lock.ok()) continue;  // someone else writes it now, or a gc removed it
     w->lock = std::move(*lock);
     std::optional<PackRow> row;
     {
@@ -112,8 +112,8 @@ Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
     auto w = std::make_unique<PackWriter>();
     w->name = p.name;
     w->path = packs_dir() + "/" + p.name;
-    Result<std::unique_ptr<FileLock>> lock = env->TryLockFile(w->path);
-    if (!lock.ok()) continue;  // busy: someone else writes it
+    Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(w->path);
+    if (!lock.ok()) continue;  // busy (someone else writes it) or gone
     w->lock = std::move(*lock);
     // Re-read the committed length now that nobody else can append.
     std::optional<PackRow> row;

@@ -73,8 +73,15 @@ class Env {
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
   // Makes the directory's entries (new, renamed, removed files) durable.
   virtual Status SyncDir(const std::string& path) = 0;
-  // Non-blocking: Busy if another holder has it.
+  // Non-blocking: Busy if another holder has it. Creates the file if it
+  // does not exist (lock files).
   virtual Result<std::unique_ptr<FileLock>> TryLockFile(const std::string& path) = 0;
+  // As TryLockFile, but NotFound instead of creating a missing file (for
+  // locking data files that someone else may have deleted).
+  virtual Result<std::unique_ptr<FileLock>> TryLockExistingFile(const std::string& path) {
+    if (!FileExists(path)) return Status::NotFound("no such file " + path);
+    return TryLockFile(path);
+  }
   // Blocking until the lock is free.
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
 };
@@ -105,6 +112,9 @@ class EnvWrapper : public Env {
   Status SyncDir(const std::string& path) override { return target_->SyncDir(path); }
   Result<std::unique_ptr<FileLock>> TryLockFile(const std::string& path) override {
     return target_->TryLockFile(path);
+  }
+  Result<std::unique_ptr<FileLock>> TryLockExistingFile(const std::string& path) override {
+    return target_->TryLockExistingFile(path);
   }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
     return target_->LockFile(path);
