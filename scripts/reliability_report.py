@@ -48,9 +48,13 @@ write short (half written, then failing). For every N across a publish
 (`FaultTest.*`), a gc (`GcTest.FailureAtEveryStepLosesNothingAndARerunFinishes`)
 and batch publishes, the tests check: the failing call returns a clear
 error; every object committed before still verifies and reads back; nothing
-half-published is visible; a retry succeeds. SQLite's own I/O is not routed
-through `Env`; its atomic commit is SQLite's, and the crash campaign below
-kills processes in the middle of it.
+half-published is visible; a retry succeeds. A power-loss wrapper drops
+every byte not yet fsynced (and files created since their directory's last
+fsync) after a crash at every point of a publish (`PowerLoss.*`). SQLite's
+own files are reached through a VFS shim (`tests/sqlite_fault_vfs.h`) that
+fails the N-th write, sync or truncate of the index with an I/O error or
+"disk full" (`SqliteFaults.*`), with the same checks, including a retry on
+the same store handle.
 """)
     if crash:
         parts.append(f"""## Crash campaign
