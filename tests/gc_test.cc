@@ -131,6 +131,28 @@ TEST_F(GcTest, ReaderOpenedBeforeCompactionStillReads) {
   EXPECT_EQ(buf, keep);
 }
 
+TEST_F(GcTest, APackDeletedByGcIsNeverConfusedWithALaterOne) {
+  // This handle reads from the only pack and keeps it open by id...
+  const auto old_data = RandomBytes(60000, 1);
+  Put(old_data, "old");
+  EXPECT_EQ(*ReadObject(*store_, "old"), old_data);
+  // ...another one removes it, collects the pack, and publishes anew.
+  const auto new_data = RandomBytes(60000, 2);
+  {
+    auto other = *Store::Open(dir_ / "s");
+    ASSERT_TRUE(other->RemoveName("old").ok());
+    auto r = other->Gc(Now());
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->packs_deleted, 1u);
+    ASSERT_TRUE(other->PublishBytes(new_data.data(), new_data.size(), "new").ok());
+  }
+  // The new pack must not take the old one's id: this handle would read
+  // it through the old file it still holds open.
+  auto back = ReadObject(*store_, "new");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, new_data);
+}
+
 TEST_F(GcTest, PublishReusingAChunkGcRemovedFailsInsteadOfDangling) {
   // Chunks of 64 KiB and more are looked up as they arrive (smaller ones
   // only at commit), so this store uses large chunks.
