@@ -84,13 +84,24 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
       pos += len;
     }
   } else {
-    std::unique_ptr<uint8_t[]> buf(new uint8_t[cfg.chunking.max_size]);
+    const size_t max = cfg.chunking.max_size;
+    // An input of known small size gets a buffer of its size (and a byte
+    // more, to see its end), not one of the largest chunk: small files are
+    // often many.
+    size_t capacity = max;
+    if (const auto size = source.Size(); size && *size + 1 < max) capacity = static_cast<size_t>(*size) + 1;
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[capacity]);
     size_t filled = 0;
     bool eof = false;
     for (;;) {
-      if (!eof && filled < cfg.chunking.max_size) {
-        Result<size_t> r = Fill(source, buf.get() + filled,
-                                std::min(kReadBlock, cfg.chunking.max_size - filled), &eof);
+      if (!eof && filled < max) {
+        if (filled == capacity) {  // it grew while being read: widen
+          std::unique_ptr<uint8_t[]> wider(new uint8_t[max]);
+          std::memcpy(wider.get(), buf.get(), filled);
+          buf = std::move(wider);
+          capacity = max;
+        }
+        Result<size_t> r = Fill(source, buf.get() + filled, std::min(kReadBlock, capacity - filled), &eof);
         if (!r.ok()) return r.status();
         filled += *r;
       }
