@@ -247,19 +247,14 @@ Status Store::Impl::CompactPack(const PackRow& old) {
   {
     std::lock_guard<std::mutex> l(db_mu);
     Query q(index->db(),
-            "SELECT id, offset, raw_len, stored_len, codec, xxh64 FROM chunks WHERE pack = ?1 ORDER BY offset");
+            "SELECT id, pack, offset, raw_len, stored_len, codec, xxh64 FROM chunks WHERE pack = ?1 ORDER BY offset");
     if (!q.ok()) return index->Error("gc cannot read a pack's chunks");
     q.use().Int(1, old.id);
     int rc;
     while ((rc = q.use().Step()) == SQLITE_ROW) {
       LiveChunk c;
       q.use().ColId(0, &c.id);
-      c.loc.pack_id = old.id;
-      c.loc.offset = static_cast<uint64_t>(q.use().ColInt(1));
-      c.loc.raw_len = static_cast<uint32_t>(q.use().ColInt(2));
-      c.loc.stored_len = static_cast<uint32_t>(q.use().ColInt(3));
-      c.loc.codec = static_cast<Codec>(q.use().ColInt(4));
-      c.loc.xxh64 = static_cast<uint64_t>(q.use().ColInt(5));
+      c.loc = ReadChunkLocation(q.use(), 1);
       chunks.push_back(c);
     }
     if (rc != SQLITE_DONE) return index->Error("gc cannot read a pack's chunks");

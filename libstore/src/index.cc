@@ -235,14 +235,7 @@ Result<std::optional<ChunkLocation>> Index::FindChunk(const Digest& id) {
   const int rc = u.Step();
   if (rc == SQLITE_DONE) return std::optional<ChunkLocation>();
   if (rc != SQLITE_ROW) return Error("cannot look up a chunk");
-  ChunkLocation loc;
-  loc.pack_id = u.ColInt(0);
-  loc.offset = static_cast<uint64_t>(u.ColInt(1));
-  loc.raw_len = static_cast<uint32_t>(u.ColInt(2));
-  loc.stored_len = static_cast<uint32_t>(u.ColInt(3));
-  loc.codec = static_cast<Codec>(u.ColInt(4));
-  loc.xxh64 = static_cast<uint64_t>(u.ColInt(5));
-  return std::optional<ChunkLocation>(loc);
+  return std::optional<ChunkLocation>(ReadChunkLocation(u, 0));
 }
 
 Status Index::InsertChunk(const Digest& id, const ChunkLocation& loc) {
@@ -298,14 +291,7 @@ Result<std::optional<ObjectRow>> Index::FindObject(const Digest& id) {
   const int rc = u.Step();
   if (rc == SQLITE_DONE) return std::optional<ObjectRow>();
   if (rc != SQLITE_ROW) return Error("cannot look up an object");
-  ObjectRow row;
-  row.id = id;
-  row.size = static_cast<uint64_t>(u.ColInt(0));
-  row.chunk_count = static_cast<uint32_t>(u.ColInt(1));
-  row.manifest = u.ColBlob(2);
-  row.created = u.ColInt(3);
-  row.pinned = u.ColInt(4) != 0;
-  return std::optional<ObjectRow>(std::move(row));
+  return std::optional<ObjectRow>(ReadObjectRow(u, id, 0));
 }
 
 Result<std::optional<std::pair<ObjectRow, std::optional<ChunkLocation>>>>
@@ -317,22 +303,8 @@ Index::FindObjectAndFirstChunk(const Digest& id) {
   if (rc == SQLITE_DONE) return std::optional<Found>();
   if (rc != SQLITE_ROW) return Error("cannot look up an object");
   Found f;
-  f.first.id = id;
-  f.first.size = static_cast<uint64_t>(u.ColInt(0));
-  f.first.chunk_count = static_cast<uint32_t>(u.ColInt(1));
-  f.first.manifest = u.ColBlob(2);
-  f.first.created = u.ColInt(3);
-  f.first.pinned = u.ColInt(4) != 0;
-  if (sqlite3_column_type(st_->find_object_chunk.get(), 5) != SQLITE_NULL) {
-    ChunkLocation loc;
-    loc.pack_id = u.ColInt(5);
-    loc.offset = static_cast<uint64_t>(u.ColInt(6));
-    loc.raw_len = static_cast<uint32_t>(u.ColInt(7));
-    loc.stored_len = static_cast<uint32_t>(u.ColInt(8));
-    loc.codec = static_cast<Codec>(u.ColInt(9));
-    loc.xxh64 = static_cast<uint64_t>(u.ColInt(10));
-    f.second = loc;
-  }
+  f.first = ReadObjectRow(u, id, 0);
+  if (sqlite3_column_type(st_->find_object_chunk.get(), 5) != SQLITE_NULL) f.second = ReadChunkLocation(u, 5);
   return std::optional<Found>(std::move(f));
 }
 

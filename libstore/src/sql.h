@@ -9,6 +9,7 @@
 #include <string>
 
 #include "digest.h"
+#include "index.h"
 
 namespace chunkstore::internal {
 
@@ -88,5 +89,31 @@ class Query {
   bool ok_ = false;
   std::unique_ptr<Use> use_;
 };
+
+// Reads a chunk location from six consecutive columns starting at `first`:
+// pack, offset, raw_len, stored_len, codec, xxh64 (the chunks table's order).
+inline ChunkLocation ReadChunkLocation(Use& u, int first) {
+  ChunkLocation loc;
+  loc.pack_id = u.ColInt(first);
+  loc.offset = static_cast<uint64_t>(u.ColInt(first + 1));
+  loc.raw_len = static_cast<uint32_t>(u.ColInt(first + 2));
+  loc.stored_len = static_cast<uint32_t>(u.ColInt(first + 3));
+  loc.codec = static_cast<Codec>(u.ColInt(first + 4));
+  loc.xxh64 = static_cast<uint64_t>(u.ColInt(first + 5));
+  return loc;
+}
+
+// Reads an object row (size, chunk_count, manifest, created, pinned) from
+// five consecutive columns starting at `first`.
+inline ObjectRow ReadObjectRow(Use& u, const Digest& id, int first) {
+  ObjectRow row;
+  row.id = id;
+  row.size = static_cast<uint64_t>(u.ColInt(first));
+  row.chunk_count = static_cast<uint32_t>(u.ColInt(first + 1));
+  row.manifest = u.ColBlob(first + 2);
+  row.created = u.ColInt(first + 3);
+  row.pinned = u.ColInt(first + 4) != 0;
+  return row;
+}
 
 }  // namespace chunkstore::internal

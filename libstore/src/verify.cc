@@ -95,12 +95,7 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
       ChunkToCheck c;
       q.use().ColId(0, &c.id);
       if (chunks.count(c.id)) continue;
-      c.loc.pack_id = q.use().ColInt(1);
-      c.loc.offset = static_cast<uint64_t>(q.use().ColInt(2));
-      c.loc.raw_len = static_cast<uint32_t>(q.use().ColInt(3));
-      c.loc.stored_len = static_cast<uint32_t>(q.use().ColInt(4));
-      c.loc.codec = static_cast<Codec>(q.use().ColInt(5));
-      c.loc.xxh64 = static_cast<uint64_t>(q.use().ColInt(6));
+      c.loc = ReadChunkLocation(q.use(), 1);
       chunks[c.id] = c;
     }
   }
