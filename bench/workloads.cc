@@ -15,6 +15,7 @@
 #include "chunkstore/store.h"
 #include "compress.h"
 #include "digest.h"
+#include "random_bytes.h"
 
 namespace bench {
 
@@ -22,17 +23,7 @@ namespace fs = std::filesystem;
 using chunkstore::Options;
 using chunkstore::Store;
 
-std::vector<uint8_t> RandomPayload(uint64_t n, uint64_t seed) {
-  std::vector<uint8_t> out(n);
-  std::mt19937_64 rng(seed);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(out.data() + i, &v, 8);
-  }
-  for (; i < n; ++i) out[i] = static_cast<uint8_t>(rng());
-  return out;
-}
+std::vector<uint8_t> RandomPayload(uint64_t n, uint64_t seed) { return chunkstore::SeededRandomBytes(n, seed); }
 
 namespace {
 

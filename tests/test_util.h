@@ -15,20 +15,11 @@
 #include <vector>
 
 #include "chunkstore/store.h"
+#include "random_bytes.h"
 
 namespace chunkstore::testing {
 
-inline std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
-  std::vector<uint8_t> out(n);
-  std::mt19937_64 rng(seed);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(out.data() + i, &v, 8);
-  }
-  for (; i < n; ++i) out[i] = static_cast<uint8_t>(rng());
-  return out;
-}
+inline std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) { return SeededRandomBytes(n, seed); }
 
 class TempDir {
  public:
