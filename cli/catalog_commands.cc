@@ -239,6 +239,25 @@ int CmdStats(const Globals& g) {
   return kOk;
 }
 
+int CmdIndexRebuild(const Globals& g) {
+  OPEN_OR_FAIL(store, false);
+  Status s = store.RebuildIndex();
+  if (!s.ok()) return Fail(s, s.IsUnsupported() ? kUsage : ExitFor(s));
+  auto st = store.Stats();
+  if (!st.ok()) return Fail(st.status());
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("store").Str(store.dir()).Key("objects").Num(st->objects);
+    j.Key("names").Num(st->names).Key("chunks").Num(st->chunks).Key("packs").Num(st->pack_count).EndObject();
+    Print(j.str() + "\n");
+  } else if (!g.quiet) {
+    Print("rebuilt the index cache of " + store.dir() + ": " + std::to_string(st->objects) +
+          " objects, " + std::to_string(st->names) + " names, " + std::to_string(st->chunks) +
+          " chunks in " + std::to_string(st->pack_count) + " packs\n");
+  }
+  return kOk;
+}
+
 int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params) {
   Status v = params.Validate();
   if (!v.ok()) return Fail(v, kUsage);

@@ -90,7 +90,10 @@ std::string StoreDir(const Globals& g) {
 }
 
 int FailOpen(const Status& s) {
-  return Fail(s, s.IsNotFound() ? kNotFound : s.IsCorruption() ? kIntegrity : kFailure);
+  return Fail(s, s.IsNotFound()           ? kNotFound
+                 : s.IsCorruption()       ? kIntegrity
+                 : s.IsPermissionDenied() ? kDenied
+                                          : kFailure);
 }
 
 Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create) {

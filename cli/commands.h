@@ -33,6 +33,7 @@ int CmdRm(const Globals& g, const std::vector<std::string>& names, const std::st
 int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_seconds);
 int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick);
 int CmdStats(const Globals& g);
+int CmdIndexRebuild(const Globals& g);
 int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params);
 
 }  // namespace cli

@@ -15,13 +15,15 @@ int main(int argc, char** argv) {
       "chunkstore: a content-addressed, chunked object store.\n\n"
       "REF: sha256:<hex>, a unique id prefix of 8+ hex digits, NAME, NAME@N or NAME@latest.\n"
       "Store: --store, else $CHUNKSTORE_DIR, else $XDG_DATA_HOME/chunkstore\n"
-      "(~/.local/share/chunkstore).\n"
-      "Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found, 4 integrity failure."};
+      "(~/.local/share/chunkstore). s3://BUCKET/PREFIX keeps the store in S3 (settings\n"
+      "from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).\n"
+      "Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found, 4 integrity failure,\n"
+      "5 access denied."};
   app.require_subcommand(1);
   app.fallthrough();
   app.get_formatter()->column_width(28);
   Globals g;
-  app.add_option("--store", g.store_dir, "Store directory")->option_text("DIR");
+  app.add_option("--store", g.store_dir, "Store directory or s3://BUCKET/PREFIX")->option_text("DIR|URL");
   app.add_flag("-q,--quiet", g.quiet, "Print nothing but errors");
   app.add_flag("--json", g.json, "Print results as JSON");
   app.set_version_flag("--version", std::string("chunkstore ") + chunkstore::Version() +
@@ -103,6 +105,10 @@ int main(int argc, char** argv) {
   chunks->add_option("file", path, "File to cut, or - for stdin")->required()->option_text("FILE");
   chunk_flags(chunks);
 
+  auto* index = app.add_subcommand("index", "Manage a bucket store's local index cache");
+  index->require_subcommand(1);
+  auto* rebuild = index->add_subcommand("rebuild", "Recreate the index cache from the bucket's log");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -127,5 +133,6 @@ int main(int argc, char** argv) {
   if (*verify) return CmdVerify(g, refs, quick);
   if (*stats) return CmdStats(g);
   if (*chunks) return CmdChunks(g, path, params);
+  if (*rebuild) return CmdIndexRebuild(g);
   return kUsage;
 }

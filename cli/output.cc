@@ -14,6 +14,7 @@ int ExitFor(const chunkstore::Status& s) {
     case Code::kNotFound: return kNotFound;
     case Code::kCorruption: return kIntegrity;
     case Code::kInvalidArgument: return kUsage;
+    case Code::kPermissionDenied: return kDenied;
     default: return kFailure;
   }
 }

@@ -9,10 +9,10 @@
 
 namespace cli {
 
-enum Exit { kOk = 0, kFailure = 1, kUsage = 2, kNotFound = 3, kIntegrity = 4 };
+enum Exit { kOk = 0, kFailure = 1, kUsage = 2, kNotFound = 3, kIntegrity = 4, kDenied = 5 };
 
 // The exit code for a library error: NotFound 3, Corruption 4,
-// InvalidArgument 2, anything else 1.
+// InvalidArgument 2, PermissionDenied 5, anything else 1.
 int ExitFor(const chunkstore::Status& s);
 // Prints "chunkstore: <message>" on stderr and returns code.
 int Fail(const chunkstore::Status& s, int code);

@@ -25,11 +25,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfig.cmake
 
 if(BUILD_SHARED_LIBS)
   set(CHUNKSTORE_PC_PRIVATE "")
-  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash")
+  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash libcurl")
 else()
   # A static library needs its dependencies on the consumer's link line.
   set(CHUNKSTORE_PC_PRIVATE "-lpthread")
-  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash")
+  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash libcurl")
 endif()
 configure_file(cmake/chunkstore.pc.in ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

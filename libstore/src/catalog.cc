@@ -133,8 +133,35 @@ Result<std::vector<NameEntry>> Store::History(const std::string& name) {
   return rows;
 }
 
+namespace {
+
+// A catalog change to a bucket store: under the shared lock (so no gc runs
+// meanwhile), written to the bucket's log, then applied to the cache.
+Status WriteBucketChange(Store::Impl* impl, const LogRecord& r, std::vector<int64_t>* versions) {
+  return impl->bucket->Write(impl->index.get(), &impl->db_mu, r, versions);
+}
+
+}  // namespace
+
 Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
   CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  if (impl_->bucket) {
+    Result<std::unique_ptr<BucketLock>> lock = impl_->LockBucketShared();
+    if (!lock.ok()) return lock.status();
+    Result<Digest> id = impl_->ResolveRef(ref);
+    if (!id.ok()) return id.status();
+    Result<ObjectRow> row = impl_->LoadObject(*id);
+    if (!row.ok()) return row.status();
+    LogRecord r;
+    r.kind = LogRecord::kTag;
+    r.time = NowSeconds();
+    r.names.emplace_back(name, *id);
+    std::vector<int64_t> versions;
+    CHUNKSTORE_RETURN_IF_ERROR(WriteBucketChange(impl_.get(), r, &versions));
+    if (versions.empty() || versions[0] == 0)
+      return Status::NotFound("object " + id->ObjectId() + " was removed by another writer");
+    return NameEntry{name, versions[0], id->ObjectId(), row->size, r.time};
+  }
   Result<Digest> id = impl_->ResolveRef(ref);
   if (!id.ok()) return id.status();
   std::lock_guard<std::mutex> l(impl_->db_mu);
@@ -158,6 +185,21 @@ Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
 
 Status Store::RemoveName(const std::string& name) {
   CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  if (impl_->bucket) {
+    Result<std::unique_ptr<BucketLock>> lock = impl_->LockBucketShared();
+    if (!lock.ok()) return lock.status();
+    {
+      std::lock_guard<std::mutex> l(impl_->db_mu);
+      Result<std::optional<NameRow>> row = impl_->index->FindName(name, 0);
+      if (!row.ok()) return row.status();
+      if (!row->has_value()) return Status::NotFound("no name " + name);
+    }
+    LogRecord r;
+    r.kind = LogRecord::kRemoveName;
+    r.time = NowSeconds();
+    r.removed_names.push_back(name);
+    return WriteBucketChange(impl_.get(), r, nullptr);
+  }
   std::lock_guard<std::mutex> l(impl_->db_mu);
   Query q(impl_->index->db(), "DELETE FROM names WHERE name = ?1");
   if (!q.ok()) return impl_->index->Error("cannot remove a name");
@@ -168,8 +210,21 @@ Status Store::RemoveName(const std::string& name) {
 }
 
 Status Store::RemoveObject(const std::string& ref) {
+  std::unique_ptr<BucketLock> bucket_lock;
+  if (impl_->bucket) {
+    Result<std::unique_ptr<BucketLock>> lock = impl_->LockBucketShared();
+    if (!lock.ok()) return lock.status();
+    bucket_lock = std::move(*lock);
+  }
   Result<Digest> id = impl_->ResolveRef(ref);
   if (!id.ok()) return id.status();
+  if (impl_->bucket) {
+    LogRecord r;
+    r.kind = LogRecord::kRemoveObject;
+    r.time = NowSeconds();
+    r.removed_objects.push_back(*id);
+    return WriteBucketChange(impl_.get(), r, nullptr);
+  }
   std::lock_guard<std::mutex> l(impl_->db_mu);
   Index* index = impl_->index.get();
   CHUNKSTORE_RETURN_IF_ERROR(index->Begin());

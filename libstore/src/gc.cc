@@ -33,17 +33,64 @@ using namespace internal;
 
 namespace {
 
-struct PackUse {
-  PackRow row;
-  uint64_t live_bytes = 0;  // record bytes of chunks still indexed
-};
-
 struct LiveChunk {
   Digest id;
   ChunkLocation loc;
 };
 
 }  // namespace
+
+Status internal::FindGarbage(Index* index, Garbage* g) {
+  sqlite3* db = index->db();
+  {
+    Query q(db, "SELECT id FROM objects WHERE pinned = 0 AND id NOT IN (SELECT object FROM names)");
+    if (!q.ok()) return index->Error("gc cannot find dead objects");
+    Digest d;
+    while (q.use().Step() == SQLITE_ROW)
+      if (q.use().ColId(0, &d)) g->dead_objects.push_back(d);
+  }
+  std::unordered_set<Digest, DigestHash> dead_set(g->dead_objects.begin(), g->dead_objects.end());
+  std::unordered_set<Digest, DigestHash> live;
+  {
+    Query q(db, "SELECT id, size, manifest FROM objects");
+    if (!q.ok()) return index->Error("gc cannot read manifests");
+    int rc;
+    while ((rc = q.use().Step()) == SQLITE_ROW) {
+      Digest oid;
+      q.use().ColId(0, &oid);
+      if (dead_set.count(oid)) continue;
+      const std::string blob = q.use().ColBlob(2);
+      Result<std::vector<ManifestEntry>> entries =
+          DecodeManifest(oid, static_cast<uint64_t>(q.use().ColInt(1)), blob.data(), blob.size());
+      if (!entries.ok()) {
+        // Never guess what a damaged manifest needs: collect nothing.
+        return Status::Corruption("gc stopped: object " + oid.ObjectId() + " has a damaged manifest (" +
+                                      entries.status().message() + "); run verify",
+                                  oid.ObjectId());
+      }
+      for (const auto& e : *entries) live.insert(e.id);
+    }
+    if (rc != SQLITE_DONE) return index->Error("gc cannot read manifests");
+  }
+  {
+    Result<std::vector<PackRow>> rows = index->ListPacks();
+    if (!rows.ok()) return rows.status();
+    for (const PackRow& p : *rows) g->packs[p.id].row = p;
+  }
+  Query q(db, "SELECT id, pack, stored_len FROM chunks");
+  if (!q.ok()) return index->Error("gc cannot read chunks");
+  int rc;
+  while ((rc = q.use().Step()) == SQLITE_ROW) {
+    Digest id;
+    q.use().ColId(0, &id);
+    const int64_t pack = q.use().ColInt(1);
+    const uint64_t bytes = kRecordHeaderSize + static_cast<uint64_t>(q.use().ColInt(2));
+    if (live.count(id)) g->packs[pack].live_bytes += bytes;
+    else g->dead_chunks.emplace_back(id, pack);
+  }
+  if (rc != SQLITE_DONE) return index->Error("gc cannot read chunks");
+  return Status::OK();
+}
 
 Result<GcReport> Store::Gc(const GcOptions& options) {
   Impl* impl = impl_.get();
@@ -60,6 +107,7 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
   }
   GcReport report;
   std::map<int64_t, PackUse> packs;
+  if (impl->bucket) return BucketGc(impl, options);
 
   // Phase 1: dead objects and chunks, decided and deleted atomically.
   {
@@ -72,72 +120,26 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
       index->Rollback();
       return s;
     };
-    std::vector<Digest> dead_objects;
-    {
-      Query q(db, "SELECT id FROM objects WHERE pinned = 0 AND id NOT IN (SELECT object FROM names)");
-      if (!q.ok()) return fail("gc cannot find dead objects");
-      Digest d;
-      while (q.use().Step() == SQLITE_ROW)
-        if (q.use().ColId(0, &d)) dead_objects.push_back(d);
+    Garbage garbage;
+    Status found = FindGarbage(index, &garbage);
+    if (!found.ok()) {
+      index->Rollback();
+      return found;
     }
-    report.objects_removed = dead_objects.size();
+    packs = std::move(garbage.packs);
+    report.objects_removed = garbage.dead_objects.size();
     if (!options.dry_run) {
       Query del(db, "DELETE FROM objects WHERE id = ?1");
       if (!del.ok()) return fail("gc cannot delete objects");
-      for (const Digest& d : dead_objects) {
+      for (const Digest& d : garbage.dead_objects) {
         del.use().Id(1, d);
         const int rc = del.use().Step();
         del.use().Reset();
         if (rc != SQLITE_DONE) return fail("gc cannot delete objects");
       }
     }
-    std::unordered_set<Digest, DigestHash> dead_set(dead_objects.begin(), dead_objects.end());
-    std::unordered_set<Digest, DigestHash> live;
-    {
-      Query q(db, "SELECT id, size, manifest FROM objects");
-      if (!q.ok()) return fail("gc cannot read manifests");
-      int rc;
-      while ((rc = q.use().Step()) == SQLITE_ROW) {
-        Digest oid;
-        q.use().ColId(0, &oid);
-        if (dead_set.count(oid)) continue;  // dry run: still present
-        const std::string blob = q.use().ColBlob(2);
-        Result<std::vector<ManifestEntry>> entries =
-            DecodeManifest(oid, static_cast<uint64_t>(q.use().ColInt(1)), blob.data(), blob.size());
-        if (!entries.ok()) {
-          index->Rollback();
-          // Never guess what a damaged manifest needs: collect nothing.
-          return Status::Corruption("gc stopped: object " + oid.ObjectId() + " has a damaged manifest (" +
-                                        entries.status().message() + "); run verify",
-                                    oid.ObjectId());
-        }
-        for (const auto& e : *entries) live.insert(e.id);
-      }
-      if (rc != SQLITE_DONE) return fail("gc cannot read manifests");
-    }
-    {
-      Result<std::vector<PackRow>> rows = index->ListPacks();
-      if (!rows.ok()) {
-        index->Rollback();
-        return rows.status();
-      }
-      for (const PackRow& p : *rows) packs[p.id].row = p;
-    }
     std::vector<Digest> dead_chunks;
-    {
-      Query q(db, "SELECT id, pack, stored_len FROM chunks");
-      if (!q.ok()) return fail("gc cannot read chunks");
-      int rc;
-      while ((rc = q.use().Step()) == SQLITE_ROW) {
-        Digest id;
-        q.use().ColId(0, &id);
-        const int64_t pack = q.use().ColInt(1);
-        const uint64_t bytes = kRecordHeaderSize + static_cast<uint64_t>(q.use().ColInt(2));
-        if (live.count(id)) packs[pack].live_bytes += bytes;
-        else dead_chunks.push_back(id);
-      }
-      if (rc != SQLITE_DONE) return fail("gc cannot read chunks");
-    }
+    for (const auto& c : garbage.dead_chunks) dead_chunks.push_back(c.first);
     report.chunks_removed = dead_chunks.size();
     if (options.dry_run) {
       index->Rollback();

@@ -71,6 +71,9 @@ Status internal::PackWriter::Flush() {
 }
 
 Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
+  // A bucket store's packs are assembled in the cache, uploaded whole, and
+  // never appended to again.
+  if (bucket) return NewPackWriter();
   // Idle writers keep their file open but not their lock, so a gc in
   // another process may compact their pack meanwhile; re-take the lock and
   // re-check the pack's row before appending again.
@@ -170,6 +173,11 @@ Result<std::unique_ptr<PackWriter>> Store::Impl::NewPackWriter() {
 }
 
 void Store::Impl::ReleaseWriter(std::unique_ptr<PackWriter> w, bool clean) {
+  if (bucket) {  // uploaded, or abandoned: the staging copy goes either way
+    w->lock.reset();
+    env->RemoveFile(w->path);
+    return;
+  }
   if (!clean) {
     w->buffer.clear();
     if (w->id == 0) {
@@ -237,11 +245,83 @@ PublishSession::~PublishSession() {
 void PublishSession::Abort() {
   done_ = true;
   if (writer_) store_->ReleaseWriter(std::move(writer_), false);
+  // Packs already uploaded stay in the bucket unreferenced; gc removes
+  // them after its grace period.
+  for (Shipped& p : shipped_) {
+    if (p.upload.valid()) p.upload.wait();
+    store_->ReleaseWriter(std::move(p.writer), false);
+  }
+  shipped_.clear();
+  bucket_lock_.reset();
+}
+
+Status PublishSession::EnsureBucketLock() {
+  if (!store_->bucket || bucket_lock_) return Status::OK();
+  Result<std::unique_ptr<BucketLock>> lock = store_->LockBucketShared();
+  if (!lock.ok()) return lock.status();
+  bucket_lock_ = std::move(*lock);
+  return Status::OK();
+}
+
+Status PublishSession::ShipFullWriter() {
+  CHUNKSTORE_RETURN_IF_ERROR(writer_->Flush());
+  PackWriter* w = writer_.get();
+  Bucket* bucket = store_->bucket.get();
+  shipped_.push_back({std::move(writer_), std::async(std::launch::async, [w, bucket] {
+                        return bucket->UploadPack(w->name, *w->file, w->size);
+                      })});
+  return Status::OK();
+}
+
+Status PublishSession::CommitToBucket() {
+  Status s = ResolvePending(nullptr);
+  if (s.ok() && objects_.empty() && shipped_.empty() && !writer_) {  // nothing was added
+    done_ = true;
+    bucket_lock_.reset();
+    return Status::OK();
+  }
+  if (s.ok() && writer_) s = ShipFullWriter();
+  for (Shipped& p : shipped_) {
+    Status up = p.upload.get();
+    if (s.ok() && !up.ok()) s = up;
+  }
+  if (!s.ok()) {
+    Abort();
+    return s.WithContext("cannot publish to " + store_->dir);
+  }
+  // The packs are in the bucket; one log record makes them and the
+  // objects part of the store.
+  LogRecord r;
+  r.kind = LogRecord::kPublish;
+  r.time = NowSeconds();
+  for (const Shipped& p : shipped_) r.packs.push_back({p.writer->name, p.writer->size});
+  for (const auto& [id, loc] : new_chunks_)
+    r.chunks.push_back({id, static_cast<uint32_t>(loc.pack_id), loc});
+  r.objects = objects_;
+  for (const auto& n : names_)
+    if (!n.first.empty()) r.names.push_back(n);
+  std::vector<int64_t> versions;
+  s = store_->bucket->Write(store_->index.get(), &store_->db_mu, r, &versions);
+  if (!s.ok()) {
+    Abort();
+    return s.WithContext("cannot commit the publish");
+  }
+  for (size_t i = 0, k = 0; i < names_.size(); ++i)
+    if (!names_[i].first.empty() && k < versions.size()) results_[i].version = versions[k++];
+  done_ = true;
+  for (Shipped& p : shipped_) store_->ReleaseWriter(std::move(p.writer), true);
+  shipped_.clear();
+  bucket_lock_.reset();
+  return Status::OK();
 }
 
 Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len,
                                   bool compressed, const std::vector<uint8_t>& packed,
                                   PublishResult* result) {
+  const uint32_t stored_len = compressed ? static_cast<uint32_t>(packed.size()) : raw_len;
+  if (writer_ && store_->bucket && writer_->size > kPackHeaderSize &&
+      writer_->size + kRecordHeaderSize + stored_len > store_->options.remote_pack_size)
+    CHUNKSTORE_RETURN_IF_ERROR(ShipFullWriter());
   if (!writer_) {
     Result<std::unique_ptr<PackWriter>> w = store_->AcquireWriter();
     if (!w.ok()) return w.status();
@@ -257,6 +337,7 @@ Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t
   uint8_t header[kRecordHeaderSize];
   EncodeRecordHeader(h, header);
   ChunkLocation loc;
+  loc.pack_id = static_cast<int64_t>(shipped_.size());  // bucket stores: which pack; set at commit otherwise
   loc.offset = writer_->size;
   loc.raw_len = raw_len;
   loc.stored_len = h.stored_len;
@@ -338,6 +419,7 @@ Status PublishSession::FinishObject(const Digest& id, uint64_t size,
 
 Result<PublishResult> PublishSession::AddSource(Source& source, const std::string& name) {
   if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  CHUNKSTORE_RETURN_IF_ERROR(EnsureBucketLock());
   PublishResult result;
   SessionSink sink(this, &result);
   IngestConfig cfg;
@@ -356,6 +438,7 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p
   if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
   if (p.owner != store_)
     return Status::InvalidArgument("a prepared object can only be published to the store that prepared it");
+  CHUNKSTORE_RETURN_IF_ERROR(EnsureBucketLock());
   if (p.kind == PreparedObject::State::Kind::kFile) {
     Result<FileStamp> now = p.file->Restat();
     if (!now.ok()) return now.status();
@@ -399,6 +482,7 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p
 
 Status PublishSession::Commit() {
   if (done_) return Status::InvalidArgument("this publish was already committed or abandoned");
+  if (store_->bucket) return CommitToBucket();
   Status s = ResolvePending(nullptr);
   if (!s.ok()) {
     Abort();

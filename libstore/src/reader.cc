@@ -72,7 +72,8 @@ Status internal::CheckRecord(const File& pack, const Digest& id, const ChunkLoca
   // two, so the payload lands straight in its buffer.
   constexpr uint32_t kOneRead = 64 << 10;
   thread_local Buffer small;
-  const bool one_read = loc.stored_len <= kOneRead;
+  // Over a network a request costs far more than a copy: one read always.
+  const bool one_read = loc.stored_len <= kOneRead || dynamic_cast<const RemotePackFile*>(&pack);
   uint8_t header_bytes[kRecordHeaderSize];
   const uint8_t* header = header_bytes;
   size_t got = 0;
@@ -134,7 +135,7 @@ Result<std::shared_ptr<File>> Store::Impl::PackForRead(int64_t pack_id) {
   }
   if (!row) return Status::Corruption("the index names pack #" + std::to_string(pack_id) +
                                       ", which it does not record");
-  Result<std::unique_ptr<File>> f = env->OpenFile(packs_dir() + "/" + row->name, OpenMode::kRead);
+  Result<std::unique_ptr<File>> f = OpenPack(row->name, row->size);
   if (!f.ok()) {
     if (f.status().IsNotFound()) return Status::Corruption("pack file " + row->name + " is missing");
     return f.status();
@@ -162,6 +163,7 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
   std::shared_ptr<Buffer> raw = buffers.Get(loc.raw_len);
   Status s = CheckRecord(**pack, id, loc, false, raw.get());
   if (s.IsCorruption()) return corrupt(s.message());
+  if (s.IsNotFound() && bucket) return corrupt("its pack is missing from " + dir);
   CHUNKSTORE_RETURN_IF_ERROR(s);
   ChunkCache::Bytes bytes = std::move(raw);
   if (keep) cache.Put(id, bytes);
@@ -190,6 +192,8 @@ class ObjectReader final : public Reader {
     // Enough chunks in flight to keep every core verifying while the
     // caller copies out the current one.
     depth_ = std::max(2u, 2 * store_->threads);
+    // From a bucket, fetches wait on the network, not on the cores.
+    if (store_->bucket) depth_ = std::max<size_t>(depth_, 16);
   }
 
   ~ObjectReader() override {
@@ -227,7 +231,9 @@ class ObjectReader final : public Reader {
     Result<Bytes> r = store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
     if (r.ok() || !r.status().IsCorruption()) return r;
     // A gc may have moved the chunk to another pack since this reader
-    // looked it up; only a failure at the chunk's current home counts.
+    // looked it up; only a failure at the chunk's current home counts. In
+    // a bucket that gc may have run on another machine: catch up first.
+    if (store_->bucket && !store_->Refresh().ok()) return r;
     std::optional<ChunkLocation> now;
     {
       std::lock_guard<std::mutex> l(store_->db_mu);

@@ -12,6 +12,7 @@ const char* CodeName(Code code) {
     case Code::kIOError: return "I/O error";
     case Code::kBusy: return "busy";
     case Code::kUnsupported: return "unsupported";
+    case Code::kPermissionDenied: return "permission denied";
   }
   return "unknown";
 }

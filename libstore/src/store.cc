@@ -27,8 +27,24 @@ bool IsHex(const std::string& s) {
   return !s.empty();
 }
 
-// Creates dir and any missing parents.
-Status CreateDirs(Env* env, const std::string& dir) {
+}  // namespace
+
+Status internal::CreateIndexFile(Env* env, const std::string& dir, const StoreMeta& meta,
+                                 const Options& options) {
+  // Built under a temporary name and renamed, so a crash never leaves a
+  // half-made index under the real name.
+  const std::string fresh = dir + "/index.db.new";
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env->RemoveFile(fresh + suffix);
+  {
+    Result<std::unique_ptr<Index>> made = Index::Open(fresh, &meta, options.sync, options.busy_timeout_ms);
+    if (!made.ok()) return made.status();
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(env->RenameFile(fresh, dir + "/" + kIndexFile));
+  if (options.sync) CHUNKSTORE_RETURN_IF_ERROR(env->SyncDir(dir));
+  return Status::OK();
+}
+
+Status internal::CreateDirs(Env* env, const std::string& dir) {
   if (env->IsDirectory(dir)) return Status::OK();
   const size_t slash = dir.find_last_of('/');
   if (slash != std::string::npos && slash > 0) {
@@ -36,8 +52,6 @@ Status CreateDirs(Env* env, const std::string& dir) {
   }
   return env->CreateDir(dir);
 }
-
-}  // namespace
 
 Status ValidateName(const std::string& name) {
   if (name.empty()) return Status::InvalidArgument("a name cannot be empty");
@@ -79,7 +93,7 @@ Store::~Store() = default;
 const ChunkerParams& Store::chunking() const { return impl_->meta.chunking; }
 const std::string& Store::dir() const { return impl_->dir; }
 
-static unsigned ThreadCount(const Options& o) {
+unsigned internal::ThreadCount(const Options& o) {
   if (o.threads) return o.threads;
   const unsigned hc = std::thread::hardware_concurrency();
   return hc ? hc : 1;
@@ -88,6 +102,11 @@ static unsigned ThreadCount(const Options& o) {
 Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Options& options) {
   if (dir_in.empty()) return Status::InvalidArgument("the store directory name is empty");
   CHUNKSTORE_RETURN_IF_ERROR(options.chunking.Validate());
+  if (options.blob_store != nullptr || dir_in.rfind("s3://", 0) == 0) {
+    Result<std::shared_ptr<Impl>> bucket = OpenBucketStore(dir_in, options);
+    if (!bucket.ok()) return bucket.status();
+    return std::unique_ptr<Store>(new Store(std::move(*bucket)));
+  }
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   auto impl = std::make_shared<Impl>(options);
@@ -118,20 +137,11 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Opti
     if (!env->FileExists(index_path)) {  // nobody created it while we waited
       CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(dir + "/packs"));
       CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(dir + "/tmp"));
-      // Built under a temporary name and renamed, so a crash never leaves a
-      // half-made index under the real name.
-      const std::string fresh = dir + "/index.db.new";
-      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env->RemoveFile(fresh + suffix);
       StoreMeta meta;
       meta.chunking = options.chunking;
       meta.compression = options.compression;
-      {
-        Result<std::unique_ptr<Index>> made =
-            Index::Open(fresh, &meta, options.sync, options.busy_timeout_ms);
-        if (!made.ok()) return made.status().WithContext("cannot create a store in " + dir);
-      }
-      CHUNKSTORE_RETURN_IF_ERROR(env->RenameFile(fresh, index_path));
-      if (options.sync) CHUNKSTORE_RETURN_IF_ERROR(env->SyncDir(dir));
+      CHUNKSTORE_RETURN_IF_ERROR(
+          CreateIndexFile(env, dir, meta, options).WithContext("cannot create a store in " + dir));
     }
   } else if (options.error_if_exists) {
     return Status::InvalidArgument(dir + " is already a chunkstore store");

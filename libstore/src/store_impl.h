@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <future>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -11,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "bucket.h"
 #include "buffer.h"
 #include "chunkstore/env.h"
 #include "chunkstore/store.h"
@@ -91,8 +94,10 @@ struct Store::Impl {
   Options options;
   Env* env = nullptr;
   std::unique_ptr<Env> owned_env;  // in-memory stores
-  std::string dir;                 // "" for in-memory
-  std::string root;                // where files live ("/mem" in memory)
+  std::string dir;                 // "" for in-memory; the URL of a bucket store
+  std::string root;                // where files live ("/mem" in memory, the cache of a bucket)
+  // Set for bucket stores: packs live there, the index is a cache of its log.
+  std::unique_ptr<internal::Bucket> bucket;
   unsigned threads = 1;
 
   std::mutex db_mu;
@@ -128,6 +133,16 @@ struct Store::Impl {
                                                 const internal::ChunkLocation& loc,
                                                 bool keep = true);
   Result<std::shared_ptr<File>> PackForRead(int64_t pack_id);
+  // A pack by name, for reading: a local file, or a blob of the bucket
+  // (NotFound if missing). size is the expected size (0: ask the bucket).
+  Result<std::unique_ptr<File>> OpenPack(const std::string& name, uint64_t size = 0);
+  // Names of the pack files present (directory entries or bucket keys).
+  Result<std::vector<std::string>> ListPackFiles();
+  // Bucket stores: applies other writers' new log records. OK otherwise.
+  Status Refresh();
+  // Bucket stores: a shared lock on the bucket, refreshed cache included.
+  // nullptr for other stores.
+  Result<std::unique_ptr<internal::BucketLock>> LockBucketShared();
 
   Result<internal::Digest> ResolveRef(const std::string& ref);
   // As ResolveRef, with db_mu held by the caller; also loads the object's
@@ -166,6 +181,11 @@ class PublishSession {
   Status FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
                       const std::string& name, PublishResult result);
   void Abort();
+  // Bucket stores: takes the shared lock (and refreshes) before the first
+  // lookup; sends a full pack on its way while ingest goes on.
+  Status EnsureBucketLock();
+  Status ShipFullWriter();
+  Status CommitToBucket();
 
   Store::Impl* store_;
   std::unique_ptr<PackWriter> writer_;
@@ -186,7 +206,45 @@ class PublishSession {
   std::vector<std::pair<std::string, Digest>> names_;  // "" for no name
   std::vector<PublishResult> results_;
   bool done_ = false;
+  // Bucket stores only.
+  std::unique_ptr<BucketLock> bucket_lock_;
+  struct Shipped {
+    std::unique_ptr<PackWriter> writer;
+    std::future<Status> upload;
+  };
+  std::vector<Shipped> shipped_;  // full packs, uploading or uploaded
 };
+
+}  // namespace internal
+
+namespace internal {
+
+// Threads for ingest and reads: options.threads, else one per core.
+unsigned ThreadCount(const Options& o);
+// Creates dir and any missing parents.
+Status CreateDirs(Env* env, const std::string& dir);
+// Creates dir/index.db for meta, atomically (built aside, then renamed).
+Status CreateIndexFile(Env* env, const std::string& dir, const StoreMeta& meta,
+                       const Options& options);
+// gc's verdict, from one read of the index inside the caller's
+// transaction: objects no name or pin keeps, chunks no live manifest
+// lists (with their pack ids), and every pack's live bytes.
+struct PackUse {
+  PackRow row;
+  uint64_t live_bytes = 0;  // record bytes of chunks still needed
+};
+struct Garbage {
+  std::vector<Digest> dead_objects;
+  std::vector<std::pair<Digest, int64_t>> dead_chunks;
+  std::map<int64_t, PackUse> packs;
+};
+Status FindGarbage(Index* index, Garbage* out);
+// Store::Gc for bucket stores (gc_bucket.cc).
+Result<GcReport> BucketGc(Store::Impl* impl, const GcOptions& options);
+
+// Store::Open for bucket stores (store_bucket.cc).
+Result<std::shared_ptr<Store::Impl>> OpenBucketStore(const std::string& location,
+                                                     const Options& options);
 
 }  // namespace internal
 

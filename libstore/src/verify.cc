@@ -110,8 +110,7 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
   }
   std::map<int64_t, std::shared_ptr<File>> files;
   for (const auto& [id, row] : packs) {
-    Result<std::unique_ptr<File>> f =
-        impl->env->OpenFile(impl->packs_dir() + "/" + row.name, OpenMode::kRead);
+    Result<std::unique_ptr<File>> f = impl->OpenPack(row.name);
     if (!f.ok()) {
       const int64_t pack_id = id;  // structured bindings cannot be captured before clang 16
       if (whole || std::any_of(chunks.begin(), chunks.end(),
@@ -133,7 +132,7 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
     files[id] = std::move(*f);
   }
   if (whole) {
-    Result<std::vector<std::string>> names = impl->env->ListDir(impl->packs_dir());
+    Result<std::vector<std::string>> names = impl->ListPackFiles();
     if (names.ok()) {
       std::unordered_set<std::string> known;
       for (const auto& [id, row] : packs) known.insert(row.name);

@@ -1,8 +1,11 @@
 // Publishes bytes into an in-memory store and reads them back through the
 // std::istream adapter; exits 0 only if every byte matches.
+#include <chunkstore/blob_store.h>
 #include <chunkstore/object_stream.h>
 #include <chunkstore/store.h>
 #include <chunkstore/version.h>
+
+#include <stdlib.h>
 
 #include <iostream>
 #include <iterator>
@@ -21,5 +24,21 @@ int main() {
   const std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::cout << "chunkstore " << chunkstore::Version() << ": " << pub->id << " "
             << (back == payload ? "matches" : "DIFFERS") << "\n";
-  return back == payload && in.status().ok() ? 0 : 1;
+  if (back != payload || !in.status().ok()) return 1;
+
+  // The same through a bucket store kept in an in-memory blob store.
+  auto blobs = chunkstore::NewMemoryBlobStore();
+  chunkstore::Options o;
+  o.blob_store = blobs.get();
+  char cache[] = "/tmp/chunkstore-consumer-XXXXXX";
+  if (!mkdtemp(cache)) return 1;
+  auto bucket = chunkstore::Store::Open(cache, o);
+  if (!bucket.ok()) return 1;
+  if (!(*bucket)->PublishBytes(payload.data(), payload.size(), "b").ok()) return 1;
+  auto r = (*bucket)->OpenReader("b");
+  if (!r.ok()) return 1;
+  std::string again(payload.size(), '\0');
+  auto got = (*r)->ReadAt(0, again.data(), again.size());
+  std::cout << "bucket store: " << (got.ok() && again == payload ? "matches" : "DIFFERS") << "\n";
+  return got.ok() && again == payload ? 0 : 1;
 }

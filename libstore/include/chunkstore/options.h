@@ -7,12 +7,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "chunkstore/chunker.h"
 
 namespace chunkstore {
 
+class BlobStore;
 class Env;
+
+// How to reach an S3-compatible service, for stores opened as
+// "s3://BUCKET/PREFIX". Empty fields come from the usual AWS variables.
+struct S3Options {
+  // Empty: $AWS_ENDPOINT_URL; when that is unset too, AWS itself
+  // (https://s3.REGION.amazonaws.com, virtual-hosted addressing). A given
+  // endpoint ("http://127.0.0.1:7480") is addressed path-style.
+  std::string endpoint;
+  // Empty: $AWS_REGION, else $AWS_DEFAULT_REGION, else "us-east-1".
+  std::string region;
+  // Empty: $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (both required).
+  std::string access_key;
+  std::string secret_key;
+  // Empty: $AWS_SESSION_TOKEN (optional, for temporary credentials).
+  std::string session_token;
+  // Tries of one request on timeouts, 5xx answers and dropped connections,
+  // with exponential backoff from 200 ms (default 6: about 6 s in all).
+  int max_attempts = 6;
+  // A request that moves no byte for this long fails and is retried
+  // (default 30 s).
+  int stall_timeout_ms = 30000;
+};
 
 struct Options {
   // Creation: FastCDC parameters (default 256 KiB / 1 MiB / 4 MiB, level 1).
@@ -42,6 +66,24 @@ struct Options {
   // File-system access for packs, spill files and locks (default: POSIX).
   // Not owned; must outlive the store.
   Env* env = nullptr;
+
+  // Bucket stores ("s3://BUCKET/PREFIX", or blob_store below).
+  S3Options s3;
+  // Keep the store in this blob store instead of a directory; Store::Open's
+  // argument then names the local cache directory. Not owned; must outlive
+  // the store (default none).
+  BlobStore* blob_store = nullptr;
+  // The local cache of a bucket store: its index (rebuildable from the
+  // bucket) and packs being assembled. Default:
+  // $XDG_CACHE_HOME/chunkstore/<bucket-and-prefix digest>, else under
+  // ~/.cache.
+  std::string cache_dir;
+  // Bucket stores: apply other writers' new log records when the store
+  // opens (default true).
+  bool refresh_on_open = true;
+  // Bucket stores: a new pack is uploaded once it holds this many bytes
+  // (default 64 MiB; one PUT below 16 MiB, multipart above).
+  uint64_t remote_pack_size = 64ull << 20;
 };
 
 }  // namespace chunkstore

@@ -24,6 +24,7 @@ enum class Code {
   kIOError,          // the operating system refused or failed an operation
   kBusy,             // another thread or process holds what is needed
   kUnsupported,      // e.g. a store written by a newer format version
+  kPermissionDenied, // the storage service refused the credentials or access
 };
 
 // A one-word name for a code ("not found", "corruption", ...).
@@ -41,6 +42,9 @@ class Status {
   static Status IOError(std::string msg) { return Status(Code::kIOError, std::move(msg)); }
   static Status Busy(std::string msg) { return Status(Code::kBusy, std::move(msg)); }
   static Status Unsupported(std::string msg) { return Status(Code::kUnsupported, std::move(msg)); }
+  static Status PermissionDenied(std::string msg) {
+    return Status(Code::kPermissionDenied, std::move(msg));
+  }
   // object_id is "sha256:<hex>" (may be empty when unknown); chunk_id is hex.
   static Status Corruption(std::string msg, std::string object_id = {},
                            std::string chunk_id = {}) {
@@ -58,6 +62,7 @@ class Status {
   bool IsIOError() const { return code_ == Code::kIOError; }
   bool IsBusy() const { return code_ == Code::kBusy; }
   bool IsUnsupported() const { return code_ == Code::kUnsupported; }
+  bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
 
   const std::string& message() const { return message_; }
   const std::string& object_id() const { return object_id_; }

@@ -176,6 +176,13 @@ class Store {
   // Opens the store in directory dir, creating it when missing or empty and
   // options.create_if_missing is set. A directory holding other files, a
   // damaged index or a store of a newer format is refused unchanged.
+  //
+  // dir "s3://BUCKET/PREFIX" opens a bucket store on S3 (options.s3; the
+  // bucket is created when missing and create_if_missing is set), and with
+  // options.blob_store set, dir names the cache directory of a bucket store
+  // kept in that blob store. A bucket store keeps its index as a cache in
+  // options.cache_dir and applies other writers' changes when it opens
+  // (and before every change it makes).
   static Result<std::unique_ptr<Store>> Open(const std::string& dir, const Options& options = {});
   // A store with no files at all, gone when the last handle to it is.
   static Result<std::unique_ptr<Store>> OpenInMemory(const Options& options = {});
@@ -247,10 +254,20 @@ class Store {
   Result<VerifyReport> Verify(const VerifyOptions& options = {});
   Result<StoreStats> Stats();
 
+  // Bucket stores: applies what other writers published since this store
+  // opened or last refreshed. OK and nothing done for other stores.
+  Status Refresh();
+  // Bucket stores: throws the index cache away and rebuilds it from the
+  // bucket's log. Unsupported for other stores, whose index is the truth.
+  Status RebuildIndex();
+
   // The chunking this store uses (fixed when it was created).
   const ChunkerParams& chunking() const;
-  // The directory, or "" for an in-memory store.
+  // The directory, the s3:// URL of a bucket store, or "" for an
+  // in-memory store.
   const std::string& dir() const;
+  // True for a store kept in a bucket (or other BlobStore).
+  bool is_bucket() const;
 
   struct Impl;  // internal
 

@@ -1,0 +1,65 @@
+// BlobStore: the narrow interface a bucket store keeps its data behind.
+//
+// A store opened on a bucket ("s3://BUCKET/PREFIX", or any BlobStore passed
+// in Options::blob_store) keeps everything in immutable blobs: pack files,
+// log records and the store's config, each written once under a fresh key
+// and never modified (docs/format.md, "Bucket layout"). The store logic
+// only needs these few calls, so S3 and the in-memory implementation (and
+// test wrappers that inject faults) behave alike.
+//
+// Keys are relative to the store's root ("packs/pack-….pack", "log/…").
+//
+// Thread safety: implementations are safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chunkstore/status.h"
+
+namespace chunkstore {
+
+class File;
+
+struct BlobInfo {
+  std::string key;
+  uint64_t size = 0;
+  int64_t modified = 0;  // unix seconds, by the blob store's clock
+};
+
+class BlobStore {
+ public:
+  virtual ~BlobStore() = default;
+
+  // Stores n bytes under key. When it returns OK the blob is durable and
+  // visible whole to every client; on failure no partial blob is visible.
+  virtual Status Put(const std::string& key, const void* data, size_t n) = 0;
+  // As Put, with the first size bytes of file.
+  virtual Status PutFile(const std::string& key, const File& file, uint64_t size) = 0;
+  // Reads up to n bytes at offset into buf; *got is short only at the end
+  // of the blob. NotFound if there is no such blob.
+  virtual Status GetRange(const std::string& key, uint64_t offset, size_t n, void* buf,
+                          size_t* got) = 0;
+  // The whole blob. NotFound if there is no such blob.
+  virtual Result<std::string> Get(const std::string& key) = 0;
+  // The blob's size; NotFound if there is no such blob.
+  virtual Result<uint64_t> Size(const std::string& key) = 0;
+  // Every blob whose key starts with prefix and sorts after start_after
+  // (all of them when it is empty), in key order.
+  virtual Result<std::vector<BlobInfo>> List(const std::string& prefix,
+                                             const std::string& start_after = {}) = 0;
+  // Removes a blob; OK when it did not exist.
+  virtual Status Delete(const std::string& key) = 0;
+  // Where the blobs live, for messages ("s3://bucket/prefix").
+  virtual std::string Describe() const = 0;
+  // True when the store is reached over a network: readers then keep more
+  // chunk fetches in flight and read each record in one request.
+  virtual bool Remote() const { return false; }
+};
+
+// A fresh, empty blob store in memory (tests, examples).
+std::unique_ptr<BlobStore> NewMemoryBlobStore();
+
+}  // namespace chunkstore

@@ -1,0 +1,546 @@
+// Bucket stores (see bucket.h): log records, their application to the
+// index cache, lock blobs and the config blob.
+#include "bucket.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <set>
+
+#include "sql.h"
+
+namespace chunkstore::internal {
+
+namespace {
+
+constexpr char kLogMagic[8] = {'C', 'K', 'L', 'O', 'G', '1', 0, 0};
+constexpr const char* kConfigKey = "config";
+constexpr const char* kLogPrefix = "log/";
+constexpr const char* kLockPrefix = "locks/";
+
+std::string RandomHex(size_t bytes) {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}() ^
+                             static_cast<uint64_t>(
+                                 std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::lock_guard<std::mutex> l(mu);
+  std::vector<uint8_t> b(bytes);
+  for (auto& x : b) x = static_cast<uint8_t>(rng());
+  return HexEncode(b.data(), b.size());
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class Out {
+ public:
+  void U8(uint8_t v) { s_.push_back(static_cast<char>(v)); }
+  void U16(uint16_t v) { Le(v, 2); }
+  void U32(uint32_t v) { Le(v, 4); }
+  void U64(uint64_t v) { Le(v, 8); }
+  void Id(const Digest& d) { s_.append(reinterpret_cast<const char*>(d.bytes.data()), 32); }
+  void Str(const std::string& v) {
+    U16(static_cast<uint16_t>(v.size()));
+    s_ += v;
+  }
+  void Bytes(const std::string& v) {
+    U32(static_cast<uint32_t>(v.size()));
+    s_ += v;
+  }
+  std::string& str() { return s_; }
+
+ private:
+  void Le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) s_.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  std::string s_;
+};
+
+class In {
+ public:
+  In(const std::string& s, size_t end) : s_(s), end_(end) {}
+  bool ok() const { return ok_; }
+  uint64_t Le(int n) {
+    if (!Need(n)) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(s_[pos_ + i])) << (8 * i);
+    pos_ += n;
+    return v;
+  }
+  uint8_t U8() { return static_cast<uint8_t>(Le(1)); }
+  uint32_t U32() { return static_cast<uint32_t>(Le(4)); }
+  uint64_t U64() { return Le(8); }
+  Digest Id() {
+    Digest d;
+    if (Need(32)) {
+      std::memcpy(d.bytes.data(), s_.data() + pos_, 32);
+      pos_ += 32;
+    }
+    return d;
+  }
+  std::string Take(size_t n) {
+    if (!Need(n)) return {};
+    std::string v = s_.substr(pos_, n);
+    pos_ += n;
+    return v;
+  }
+  std::string Str() { return Take(static_cast<size_t>(Le(2))); }
+  std::string Bytes() { return Take(U32()); }
+  // A count of items each at least min_size bytes long; guards allocation.
+  uint32_t Count(size_t min_size) {
+    const uint32_t n = U32();
+    if (ok_ && static_cast<uint64_t>(n) * min_size > end_ - pos_) ok_ = false;
+    return ok_ ? n : 0;
+  }
+  bool at_end() const { return pos_ == end_; }
+
+ private:
+  bool Need(size_t n) {
+    if (!ok_ || end_ - pos_ < n) ok_ = false;
+    return ok_;
+  }
+  const std::string& s_;
+  size_t end_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// "log/<epoch>-<ms>-..." -> (epoch, ms); false if the key has another shape.
+bool ParseLogKey(const std::string& key, int64_t* epoch, int64_t* ms) {
+  if (key.size() < 4 + 10 + 1 + 13 || key.compare(0, 4, kLogPrefix) != 0) return false;
+  const std::string e = key.substr(4, 10), m = key.substr(15, 13);
+  if (key[14] != '-' || e.find_first_not_of("0123456789") != std::string::npos ||
+      m.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  *epoch = std::stoll(e);
+  *ms = std::stoll(m);
+  return true;
+}
+
+std::string LogKeyPrefix(int64_t epoch, int64_t ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "log/%010lld-%013lld", static_cast<long long>(epoch),
+                static_cast<long long>(std::max<int64_t>(ms, 0)));
+  return buf;
+}
+
+Status Fail(Index* index, const char* what) { return index->Error(what); }
+
+Result<int64_t> PackIdByName(Index* index, const std::string& name) {
+  Query q(index->db(), "SELECT id FROM packs WHERE name = ?1");
+  if (!q.ok()) return Fail(index, "cannot look up a pack");
+  q.use().Text(1, name);
+  const int rc = q.use().Step();
+  if (rc == SQLITE_ROW) return q.use().ColInt(0);
+  if (rc != SQLITE_DONE) return Fail(index, "cannot look up a pack");
+  return int64_t{0};
+}
+
+Status Run(Index* index, const char* sql, const std::function<void(Use&)>& bind, const char* what) {
+  Query q(index->db(), sql);
+  if (!q.ok()) return Fail(index, what);
+  bind(q.use());
+  if (q.use().Step() != SQLITE_DONE) return Fail(index, what);
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string EncodeLogRecord(const LogRecord& r) {
+  Out o;
+  o.str().append(kLogMagic, sizeof kLogMagic);
+  o.U8(r.kind);
+  o.U64(static_cast<uint64_t>(r.time));
+  o.U32(static_cast<uint32_t>(r.packs.size()));
+  for (const auto& p : r.packs) {
+    o.Str(p.name);
+    o.U64(p.size);
+  }
+  o.U32(static_cast<uint32_t>(r.chunks.size()));
+  for (const auto& c : r.chunks) {
+    o.Id(c.id);
+    o.U32(c.pack);
+    o.U64(c.loc.offset);
+    o.U32(c.loc.raw_len);
+    o.U32(c.loc.stored_len);
+    o.U8(static_cast<uint8_t>(c.loc.codec));
+    o.U64(c.loc.xxh64);
+  }
+  o.U32(static_cast<uint32_t>(r.objects.size()));
+  for (const auto& ob : r.objects) {
+    o.Id(ob.id);
+    o.U64(ob.size);
+    o.U32(ob.chunk_count);
+    o.Bytes(ob.manifest);
+    o.U64(static_cast<uint64_t>(ob.created));
+    o.U8(ob.pinned ? 1 : 0);
+  }
+  o.U32(static_cast<uint32_t>(r.names.size()));
+  for (const auto& [name, id] : r.names) {
+    o.Str(name);
+    o.Id(id);
+  }
+  o.U32(static_cast<uint32_t>(r.removed_names.size()));
+  for (const auto& n : r.removed_names) o.Str(n);
+  o.U32(static_cast<uint32_t>(r.removed_objects.size()));
+  for (const auto& d : r.removed_objects) o.Id(d);
+  o.U32(static_cast<uint32_t>(r.removed_chunks.size()));
+  for (const auto& c : r.removed_chunks) {
+    o.Id(c.id);
+    o.Str(c.pack);
+  }
+  o.U32(static_cast<uint32_t>(r.removed_packs.size()));
+  for (const auto& p : r.removed_packs) o.Str(p);
+  o.U64(XxHash64(reinterpret_cast<const uint8_t*>(o.str().data()), o.str().size()));
+  return std::move(o.str());
+}
+
+Result<LogRecord> DecodeLogRecord(const std::string& s) {
+  if (s.size() < sizeof kLogMagic + 8 || std::memcmp(s.data(), kLogMagic, sizeof kLogMagic) != 0)
+    return Status::Corruption("not a chunkstore log record");
+  const size_t body = s.size() - 8;
+  uint64_t check = 0;
+  for (int i = 0; i < 8; ++i) check |= static_cast<uint64_t>(static_cast<uint8_t>(s[body + i])) << (8 * i);
+  if (XxHash64(reinterpret_cast<const uint8_t*>(s.data()), body) != check)
+    return Status::Corruption("log record fails its xxHash64 check");
+  In in(s, body);
+  in.Take(sizeof kLogMagic);
+  LogRecord r;
+  const uint8_t kind = in.U8();
+  if (kind < LogRecord::kPublish || kind > LogRecord::kGc)
+    return Status::Unsupported("log record of unknown kind " + std::to_string(kind) +
+                               " (written by a newer chunkstore?)");
+  r.kind = static_cast<LogRecord::Kind>(kind);
+  r.time = static_cast<int64_t>(in.U64());
+  for (uint32_t n = in.Count(10), i = 0; i < n; ++i) {
+    LogRecord::Pack p;
+    p.name = in.Str();
+    p.size = in.U64();
+    r.packs.push_back(std::move(p));
+  }
+  for (uint32_t n = in.Count(61), i = 0; i < n; ++i) {
+    LogRecord::Chunk c;
+    c.id = in.Id();
+    c.pack = in.U32();
+    c.loc.offset = in.U64();
+    c.loc.raw_len = in.U32();
+    c.loc.stored_len = in.U32();
+    c.loc.codec = static_cast<Codec>(in.U8());
+    c.loc.xxh64 = in.U64();
+    if (c.pack >= r.packs.size()) return Status::Corruption("log record names a pack it does not list");
+    r.chunks.push_back(c);
+  }
+  for (uint32_t n = in.Count(57), i = 0; i < n; ++i) {
+    ObjectRow ob;
+    ob.id = in.Id();
+    ob.size = in.U64();
+    ob.chunk_count = in.U32();
+    ob.manifest = in.Bytes();
+    ob.created = static_cast<int64_t>(in.U64());
+    ob.pinned = in.U8() != 0;
+    r.objects.push_back(std::move(ob));
+  }
+  for (uint32_t n = in.Count(34), i = 0; i < n; ++i) {
+    std::string name = in.Str();
+    r.names.emplace_back(std::move(name), in.Id());
+  }
+  for (uint32_t n = in.Count(2), i = 0; i < n; ++i) r.removed_names.push_back(in.Str());
+  for (uint32_t n = in.Count(32), i = 0; i < n; ++i) r.removed_objects.push_back(in.Id());
+  for (uint32_t n = in.Count(34), i = 0; i < n; ++i) {
+    LogRecord::RemovedChunk c;
+    c.id = in.Id();
+    c.pack = in.Str();
+    r.removed_chunks.push_back(std::move(c));
+  }
+  for (uint32_t n = in.Count(2), i = 0; i < n; ++i) r.removed_packs.push_back(in.Str());
+  if (!in.ok() || !in.at_end()) return Status::Corruption("log record is malformed");
+  return r;
+}
+
+Status ApplyLogRecord(Index* index, const LogRecord& r, std::vector<int64_t>* versions) {
+  std::vector<int64_t> pack_ids;
+  for (const auto& p : r.packs) {
+    Result<int64_t> id = PackIdByName(index, p.name);
+    if (!id.ok()) return id.status();
+    if (*id == 0) id = index->InsertPack(p.name, p.size);
+    if (!id.ok()) return id.status();
+    pack_ids.push_back(*id);
+  }
+  for (const auto& c : r.chunks) {
+    ChunkLocation loc = c.loc;
+    loc.pack_id = pack_ids[c.pack];
+    Result<std::optional<ChunkLocation>> have = index->FindChunk(c.id);
+    if (!have.ok()) return have.status();
+    bool write = !have->has_value() || r.kind == LogRecord::kGc;
+    if (!write && (*have)->pack_id != loc.pack_id) {
+      // Two writers stored the chunk at once: keep the copy every cache
+      // keeps, the one in the pack whose name sorts first.
+      Result<std::optional<PackRow>> old = index->FindPack((*have)->pack_id);
+      if (!old.ok()) return old.status();
+      write = !old->has_value() || r.packs[c.pack].name < (*old)->name;
+    }
+    if (!write) continue;
+    CHUNKSTORE_RETURN_IF_ERROR(Run(index, "DELETE FROM chunks WHERE id = ?1",
+                                   [&](Use& u) { u.Id(1, c.id); }, "cannot record a chunk"));
+    CHUNKSTORE_RETURN_IF_ERROR(index->InsertChunk(c.id, loc));
+  }
+  for (const auto& ob : r.objects) CHUNKSTORE_RETURN_IF_ERROR(index->InsertObject(ob));
+  for (const auto& [name, object] : r.names) {
+    Result<std::optional<ObjectRow>> ob = index->FindObject(object);
+    if (!ob.ok()) return ob.status();
+    if (!ob->has_value()) {  // removed by a concurrent writer first
+      if (versions) versions->push_back(0);
+      continue;
+    }
+    Result<int64_t> v = index->AddName(name, object, r.time);
+    if (!v.ok()) return v.status();
+    if (versions) versions->push_back(*v);
+  }
+  for (const auto& name : r.removed_names)
+    CHUNKSTORE_RETURN_IF_ERROR(Run(index, "DELETE FROM names WHERE name = ?1",
+                                   [&](Use& u) { u.Text(1, name); }, "cannot remove a name"));
+  for (const auto& id : r.removed_objects) {
+    for (const char* sql : {"DELETE FROM names WHERE object = ?1", "DELETE FROM objects WHERE id = ?1"})
+      CHUNKSTORE_RETURN_IF_ERROR(Run(index, sql, [&](Use& u) { u.Id(1, id); }, "cannot remove an object"));
+  }
+  for (const auto& c : r.removed_chunks)
+    CHUNKSTORE_RETURN_IF_ERROR(
+        Run(index, "DELETE FROM chunks WHERE id = ?1 AND pack = (SELECT id FROM packs WHERE name = ?2)",
+            [&](Use& u) { u.Id(1, c.id).Text(2, c.pack); }, "cannot remove a chunk"));
+  for (const auto& p : r.removed_packs) {
+    CHUNKSTORE_RETURN_IF_ERROR(
+        Run(index, "DELETE FROM chunks WHERE pack = (SELECT id FROM packs WHERE name = ?1)",
+            [&](Use& u) { u.Text(1, p); }, "cannot remove a pack"));
+    CHUNKSTORE_RETURN_IF_ERROR(Run(index, "DELETE FROM packs WHERE name = ?1",
+                                   [&](Use& u) { u.Text(1, p); }, "cannot remove a pack"));
+  }
+  return Status::OK();
+}
+
+Status PrepareCacheIndex(Index* index) {
+  return index->Exec("CREATE TABLE IF NOT EXISTS applied_log(key TEXT PRIMARY KEY) WITHOUT ROWID");
+}
+
+// ---- locks ---------------------------------------------------------------
+
+BucketLock::BucketLock(BlobStore* blobs, std::string key, std::string body)
+    : blobs_(blobs), key_(std::move(key)), body_(std::move(body)) {
+  keeper_ = std::thread([this] {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!cv_.wait_for(l, std::chrono::seconds(Bucket::kLockRefreshSeconds), [this] { return stop_; })) {
+      l.unlock();
+      blobs_->Put(key_, body_.data(), body_.size());  // a failure only ages the lock
+      l.lock();
+    }
+  });
+}
+
+BucketLock::~BucketLock() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  keeper_.join();
+  blobs_->Delete(key_);  // if this fails the lock goes stale in 30 minutes
+}
+
+Result<std::unique_ptr<BucketLock>> Bucket::Lock(bool exclusive, int wait_ms) {
+  const std::string key =
+      std::string(kLockPrefix) + (exclusive ? "exclusive-" : "shared-") + RandomHex(8);
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const std::string body = std::string(exclusive ? "gc" : "writer") + " on " + host + ", pid " +
+                           std::to_string(getpid()) + "\n";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, body.data(), body.size()));
+    Result<std::vector<BlobInfo>> locks = blobs_->List(kLockPrefix);
+    if (!locks.ok()) {
+      blobs_->Delete(key);
+      return locks.status();
+    }
+    int64_t mine = 0;
+    for (const auto& b : *locks)
+      if (b.key == key) mine = b.modified;
+    std::string conflict;
+    for (const auto& b : *locks) {
+      if (b.key == key || b.modified < mine - kLockStaleSeconds) continue;
+      const bool other_exclusive = b.key.compare(0, 16, "locks/exclusive-") == 0;
+      if (exclusive || other_exclusive) conflict = b.key;
+    }
+    if (conflict.empty()) return std::unique_ptr<BucketLock>(new BucketLock(blobs_, key, body));
+    blobs_->Delete(key);
+    if (exclusive)
+      return Status::Busy("another process is using " + blobs_->Describe() + " (lock " + conflict +
+                          "); gc needs the store to itself, try again later (locks older than " +
+                          std::to_string(kLockStaleSeconds / 60) + " minutes are ignored)");
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Status::Busy("a gc is running on " + blobs_->Describe() + " (lock " + conflict +
+                          "); try again when it is done");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+}
+
+// ---- config --------------------------------------------------------------
+
+Status Bucket::LoadConfig(bool create, const StoreMeta& wanted, StoreMeta* meta,
+                          std::string* store_id) {
+  Result<std::string> text = blobs_->Get(kConfigKey);
+  if (!text.ok() && text.status().IsNotFound()) {
+    if (!create) return Status::NotFound("no store at " + blobs_->Describe());
+    const ChunkerParams& c = wanted.chunking;
+    const std::string body = "chunkstore bucket store\nformat 1\nid " + RandomHex(16) +
+                             "\nchunk_min " + std::to_string(c.min_size) + "\nchunk_avg " +
+                             std::to_string(c.avg_size) + "\nchunk_max " + std::to_string(c.max_size) +
+                             "\nchunk_level " + std::to_string(c.level) + "\ncompression " +
+                             (wanted.compression ? "zlib" : "none") + "\n";
+    CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(kConfigKey, body.data(), body.size()));
+    text = blobs_->Get(kConfigKey);  // a concurrent creator may have won
+  }
+  if (!text.ok()) return text.status();
+  if (text->rfind("chunkstore bucket store\n", 0) != 0)
+    return Status::InvalidArgument(blobs_->Describe() + " has a config blob that is not a chunkstore store's");
+  StoreMeta m;
+  std::string id, format;
+  size_t pos = 0;
+  while (pos < text->size()) {
+    const size_t nl = text->find('\n', pos);
+    const std::string line = text->substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text->size() : nl + 1;
+    const size_t sp = line.find(' ');
+    if (sp == std::string::npos) continue;
+    const std::string k = line.substr(0, sp), v = line.substr(sp + 1);
+    auto num = [&] { return static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10)); };
+    if (k == "format") format = v;
+    else if (k == "id") id = v;
+    else if (k == "chunk_min") m.chunking.min_size = num();
+    else if (k == "chunk_avg") m.chunking.avg_size = num();
+    else if (k == "chunk_max") m.chunking.max_size = num();
+    else if (k == "chunk_level") m.chunking.level = static_cast<int>(num());
+    else if (k == "compression") m.compression = v == "zlib";
+  }
+  if (format != "1")
+    return Status::Unsupported(blobs_->Describe() + " is bucket store format " + format +
+                               "; this chunkstore reads format 1");
+  if (id.empty()) return Status::Corruption(blobs_->Describe() + ": the config blob has no store id");
+  CHUNKSTORE_RETURN_IF_ERROR(m.chunking.Validate().WithContext("the bucket's config"));
+  *meta = m;
+  *store_id = id;
+  return Status::OK();
+}
+
+// ---- log -----------------------------------------------------------------
+
+std::string Bucket::NewLogKey(int64_t epoch) const {
+  return LogKeyPrefix(epoch, NowMs()) + "-" + RandomHex(8);
+}
+
+Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<std::string>& keys) {
+  // Records are fetched a few at a time and applied in key order, many to a
+  // transaction (a rebuild applies the whole log).
+  constexpr size_t kBatch = 64;
+  for (size_t start = 0; start < keys.size(); start += kBatch) {
+    const size_t end = std::min(keys.size(), start + kBatch);
+    std::vector<LogRecord> records;
+    for (size_t i = start; i < end; ++i) {
+      Result<std::string> bytes = blobs_->Get(keys[i]);
+      if (!bytes.ok()) return bytes.status().WithContext("cannot read log record " + keys[i]);
+      Result<LogRecord> r = DecodeLogRecord(*bytes);
+      if (!r.ok())
+        return r.status().WithContext(blobs_->Describe() + ": log record " + keys[i]);
+      records.push_back(std::move(*r));
+    }
+    std::lock_guard<std::mutex> l(*index_mu);
+    CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
+    Status s;
+    for (size_t i = 0; s.ok() && i < records.size(); ++i) {
+      s = ApplyLogRecord(index, records[i], nullptr);
+      if (s.ok())
+        s = Run(index, "INSERT OR IGNORE INTO applied_log VALUES(?1)",
+                [&](Use& u) { u.Text(1, keys[start + i]); }, "cannot record an applied log record");
+    }
+    if (s.ok()) s = index->Commit();
+    if (!s.ok()) {
+      index->Rollback();
+      return s.WithContext("cannot update the index cache");
+    }
+    for (size_t i = start; i < end; ++i) {
+      int64_t e = 0, ms = 0;
+      if (ParseLogKey(keys[i], &e, &ms) && e > epoch_.load()) epoch_.store(e);
+    }
+  }
+  return Status::OK();
+}
+
+Status Bucket::Refresh(Index* index, std::mutex* index_mu) {
+  std::lock_guard<std::mutex> refresh(refresh_mu_);
+  std::string newest;
+  {
+    std::lock_guard<std::mutex> l(*index_mu);
+    Query q(index->db(), "SELECT max(key) FROM applied_log");
+    if (!q.ok() || q.use().Step() != SQLITE_ROW) return index->Error("cannot read the index cache");
+    newest = q.use().ColText(0);
+  }
+  std::string start_after;
+  int64_t epoch = 0, ms = 0;
+  if (ParseLogKey(newest, &epoch, &ms)) {
+    if (epoch > epoch_.load()) epoch_.store(epoch);
+    start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
+  }
+  Result<std::vector<BlobInfo>> listed = blobs_->List(kLogPrefix, start_after);
+  if (!listed.ok()) return listed.status().WithContext("cannot list the log of " + blobs_->Describe());
+  std::set<std::string> applied;
+  {
+    std::lock_guard<std::mutex> l(*index_mu);
+    Query q(index->db(), "SELECT key FROM applied_log WHERE key > ?1");
+    if (!q.ok()) return index->Error("cannot read the index cache");
+    q.use().Text(1, start_after);
+    int rc;
+    while ((rc = q.use().Step()) == SQLITE_ROW) applied.insert(q.use().ColText(0));
+    if (rc != SQLITE_DONE) return index->Error("cannot read the index cache");
+  }
+  std::vector<std::string> todo;
+  for (const BlobInfo& b : *listed)
+    if (!applied.count(b.key)) todo.push_back(b.key);
+  return ApplyKeys(index, index_mu, todo);
+}
+
+Status Bucket::Write(Index* index, std::mutex* index_mu, const LogRecord& r,
+                     std::vector<int64_t>* versions) {
+  const std::string key = NewLogKey(epoch_.load() + (r.kind == LogRecord::kGc ? 1 : 0));
+  const std::string bytes = EncodeLogRecord(r);
+  CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()));
+  // The change is in the bucket now; what follows only updates the cache,
+  // and a failure there is repaired by the next refresh.
+  std::lock_guard<std::mutex> l(*index_mu);
+  CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
+  Status s = ApplyLogRecord(index, r, versions);
+  if (s.ok())
+    s = Run(index, "INSERT OR IGNORE INTO applied_log VALUES(?1)", [&](Use& u) { u.Text(1, key); },
+            "cannot record an applied log record");
+  if (s.ok()) s = index->Commit();
+  if (!s.ok()) {
+    index->Rollback();
+    return s.WithContext("the change is stored in " + blobs_->Describe() +
+                         ", but the local index cache could not be updated (it catches up on "
+                         "the next open)");
+  }
+  int64_t e = 0, ms = 0;
+  if (ParseLogKey(key, &e, &ms) && e > epoch_.load()) epoch_.store(e);
+  return Status::OK();
+}
+
+Status Bucket::UploadPack(const std::string& name, const File& file, uint64_t size) {
+  Status s = blobs_->PutFile(PackKey(name), file, size);
+  if (!s.ok()) return s.WithContext("cannot upload pack " + name);
+  return s;
+}
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# A one-node Ceph cluster with a radosgw on 127.0.0.1, for the S3 tests and
+# the S3 benchmarks.
+#
+#   scripts/s3-test-server.sh start   installs ceph-mon, ceph-osd and radosgw
+#                                     from Debian if missing, starts a monitor,
+#                                     a memstore OSD and radosgw, creates a
+#                                     test user and waits until a signed PUT
+#                                     and GET work; prints the settings as
+#                                     shell exports (also in $DIR/env)
+#   scripts/s3-test-server.sh stop    ends only the processes start started
+#
+# Environment: CHUNKSTORE_S3_DIR (default /tmp/chunkstore-s3) holds the
+# cluster's data, logs and pid files; CHUNKSTORE_S3_PORT (default 7480).
+# Everything listens on 127.0.0.1 only; authentication inside the cluster is
+# off, S3 requests are signed with the test user's fixed keys.
+set -euo pipefail
+
+DIR=${CHUNKSTORE_S3_DIR:-/tmp/chunkstore-s3}
+PORT=${CHUNKSTORE_S3_PORT:-7480}
+MON_PORT=${CHUNKSTORE_S3_MON_PORT:-6789}
+ACCESS_KEY=chunkstoretestaccess
+SECRET_KEY=chunkstoretestsecretkey0123456789abcdef
+HERE=$(cd "$(dirname "$0")" && pwd)
+CONF=$DIR/ceph.conf
+
+log() { echo "s3-test-server: $*" >&2; }
+
+install_packages() {
+  local missing=()
+  for p in ceph-mon ceph-osd radosgw; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+write_conf() {
+  local fsid
+  fsid=$(cat /proc/sys/kernel/random/uuid)
+  cat >"$CONF" <<EOF
+[global]
+fsid = $fsid
+mon host = 127.0.0.1:$MON_PORT
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+auth cluster required = none
+auth service required = none
+auth client required = none
+ms mon client mode = crc
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+mon allow pool size one = true
+mon allow pool delete = true
+mon max pg per osd = 1000
+paxos propose interval = 0.05
+mon data avail warn = 1
+mon data avail crit = 0
+osd objectstore = memstore
+memstore device bytes = 4294967296
+osd data = $DIR/osd.\$id
+mon data = $DIR/mon.\$id
+run dir = $DIR/run
+admin socket = $DIR/run/\$name.asok
+log file = $DIR/log/\$name.log
+pid file = $DIR/run/\$name.pid
+keyring = /dev/null
+[client.rgw.test]
+rgw frontends = beast endpoint=127.0.0.1:$PORT tcp_nodelay=1
+rgw data = $DIR/rgw
+rgw dns name = 127.0.0.1
+EOF
+}
+
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+  local limit=$1 what=$2
+  shift 2
+  local start=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    if [ $((SECONDS - start)) -ge "$limit" ]; then
+      log "timed out after ${limit}s waiting for $what; logs in $DIR/log"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+start() {
+  if [ -f "$DIR/env" ] && stop_quiet_check; then
+    log "already running"
+    cat "$DIR/env"
+    return 0
+  fi
+  install_packages
+  rm -rf "$DIR"
+  mkdir -p "$DIR/run" "$DIR/log" "$DIR/mon.a" "$DIR/osd.0" "$DIR/rgw"
+  write_conf
+  local c=(-c "$CONF")
+  monmaptool --create --clobber --fsid "$(awk '/^fsid/{print $3}' "$CONF")" \
+    --add a "127.0.0.1:$MON_PORT" "$DIR/monmap" >/dev/null
+  ceph-mon "${c[@]}" --mkfs -i a --monmap "$DIR/monmap" >"$DIR/log/mkfs-mon.out" 2>&1
+  ceph-mon "${c[@]}" -i a
+  wait_for 30 "the monitor" ceph "${c[@]}" --connect-timeout 2 mon stat
+  local osd_id
+  osd_id=$(ceph "${c[@]}" osd create)
+  ceph-osd "${c[@]}" -i "$osd_id" --mkfs >"$DIR/log/mkfs-osd.out" 2>&1
+  ceph-osd "${c[@]}" -i "$osd_id"
+  wait_for 60 "the OSD" bash -c "ceph ${c[*]} osd stat | grep -q '1 up'"
+  radosgw "${c[@]}" -n client.rgw.test
+  wait_for 90 "radosgw" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"
+  radosgw-admin "${c[@]}" user create --uid=chunkstore-test --display-name="chunkstore tests" \
+    --access-key="$ACCESS_KEY" --secret="$SECRET_KEY" >"$DIR/log/user.out" 2>&1
+  cat >"$DIR/env" <<EOF
+export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT
+export AWS_ACCESS_KEY_ID=$ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
+export AWS_REGION=us-east-1
+EOF
+  # shellcheck disable=SC1091
+  . "$DIR/env"
+  wait_for 60 "a signed PUT and GET" python3 "$HERE/s3_probe.py" chunkstore-probe
+  log "radosgw is ready on 127.0.0.1:$PORT (data in $DIR)"
+  cat "$DIR/env"
+}
+
+stop_quiet_check() {
+  local f
+  for f in "$DIR"/run/*.pid; do
+    [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+stop() {
+  local f pid pids=()
+  for f in "$DIR"/run/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    # Only end a process that is still the one this script started.
+    if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CONF"; then
+      kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+    fi
+  done
+  # radosgw ignores SIGTERM for a few seconds; give everyone ten.
+  local deadline=$((SECONDS + 10))
+  for pid in "${pids[@]}"; do
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  log "stopped ${#pids[@]} processes"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
