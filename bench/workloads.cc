@@ -27,17 +27,6 @@ std::vector<uint8_t> RandomPayload(uint64_t n, uint64_t seed) { return chunkstor
 
 namespace {
 
-[[noreturn]] void Die(const std::string& what, const chunkstore::Status& s) {
-  std::fprintf(stderr, "chunkstore-bench: %s: %s\n", what.c_str(), s.ToString().c_str());
-  std::exit(1);
-}
-
-template <typename T>
-T Must(chunkstore::Result<T> r, const std::string& what) {
-  if (!r.ok()) Die(what, r.status());
-  return std::move(r).value();
-}
-
 std::unique_ptr<Store> FreshStore(const std::string& dir) {
   fs::remove_all(dir);
   return Must(Store::Open(dir), "open " + dir);

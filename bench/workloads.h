@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "chunkstore/status.h"
 #include "harness.h"
 
 namespace bench {
@@ -17,9 +20,22 @@ struct Workload {
   std::vector<uint8_t> payload;
   std::vector<uint64_t> memory_sizes = {256, 256ull << 20, 1ull << 30};
   std::string self;           // path of this executable, for child processes
+  std::string s3_url;         // s3://BUCKET/PREFIX for the s3-* operations ("" skips them)
 };
 
 std::vector<uint8_t> RandomPayload(uint64_t n, uint64_t seed);
+
+// Benchmarks stop at the first failure, saying what failed.
+[[noreturn]] inline void Die(const std::string& what, const chunkstore::Status& s) {
+  std::fprintf(stderr, "chunkstore-bench: %s: %s\n", what.c_str(), s.ToString().c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T Must(chunkstore::Result<T> r, const std::string& what) {
+  if (!r.ok()) Die(what, r.status());
+  return std::move(r).value();
+}
 
 void RunFileAndHashControls(Harness& h, const Workload& w);
 void RunPrepare(Harness& h, const Workload& w);
@@ -29,6 +45,7 @@ void RunSmallObjects(Harness& h, const Workload& w);
 void RunConcurrentRead(Harness& h, const Workload& w);
 void RunCatalog(Harness& h, const Workload& w);
 void RunMemory(Harness& h, const Workload& w);
+void RunS3(Harness& h, const Workload& w);
 
 // The child side of RunMemory: prepare, publish and verify a file of the
 // given size in a fresh store under dir; returns the exit code.

@@ -147,7 +147,8 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
       for (const std::string& f : files) {
         std::string name;
         if (!a.name_prefix.empty())
-          name = a.name_prefix + "/" + fs::path(f).lexically_relative(in).generic_string();
+          name = a.name_prefix + (a.name_prefix.back() == '/' ? "" : "/") +
+                 fs::path(f).lexically_relative(in).generic_string();
         inputs.push_back({f, name});
         total += fs::file_size(f, ec);
       }

@@ -243,9 +243,60 @@ def peers_section(peers):
     return "\n".join(lines)
 
 
+def s3_section(s3, path):
+    if not s3:
+        return ("Not measured yet: run `scripts/measure-s3.sh`, which writes "
+                "`docs/measurements/bench-s3-DATE.json`, then `python3 scripts/report.py`.")
+    R = by_name(s3)
+    H = R.get("yardstick-openssl", {}).get("mib_per_s")
+
+    def row(label, local, remote):
+        def cell(name):
+            r = R.get(name)
+            if not r:
+                return "–"
+            if "mib_per_s" in r:
+                ratio = f"; {r['mib_per_s'] / H:.2f} × H" if H else ""
+                return f"{fmt(r['mib_per_s'])} MiB/s ({fmt(r['median_ms'])} ms, {fmt(r['min_ms'])}–{fmt(r['max_ms'])}){ratio}"
+            return f"{r['median_ms']:.2f} ms ({r['min_ms']:.2f}–{r['max_ms']:.2f})"
+        ratio = ""
+        if local in R and remote in R and "mib_per_s" in R[local] and "mib_per_s" in R[remote]:
+            ratio = f"{R[remote]['mib_per_s'] / R[local]['mib_per_s']:.2f}"
+        elif local in R and remote in R:
+            ratio = f"{R[remote]['median_ms'] / R[local]['median_ms']:.1f}× the time"
+        return f"| {label} | {cell(local)} | {cell(remote)} | {ratio} |"
+
+    env = s3["environment"]
+    lines = [f"Measured {env['date']} at commit {env['git_commit']}, {env['size_bytes'] >> 20} MiB payload, "
+             f"{env['warmups']} warmup(s) then {env['samples']} samples; local-disk and S3 operations in the "
+             f"same run. The S3 service is the Ceph radosgw of `scripts/s3-test-server.sh` (one memstore OSD) "
+             f"on the same two cores, reached over loopback: it competes with chunkstore for the CPU, so "
+             f"these are lower bounds for a real deployment and say nothing of network latency. "
+             f"Source: `{rel(path)}`.", "",
+             "| operation | local disk | S3 (radosgw) | S3 / local |", "|---|---:|---:|---:|",
+             row("publish of new data (durable)", "publish-file", "s3-publish"),
+             row("publish of data already stored", "publish-again", "s3-publish-again"),
+             row("verified full read", "read-verified", "s3-read-verified"),
+             row("open + 32 KiB range, cold", "range-32k-cold", "s3-range-32k-cold"), "",
+             "The service's own rate for plain 16 MiB blobs, measured in the same run, bounds the "
+             "store-level figures:", "",
+             f"- PUT: {rate(R['s3-blob-put']) if 's3-blob-put' in R else '–'}; "
+             f"GET: {rate(R['s3-blob-get']) if 's3-blob-get' in R else '–'}."]
+    if "s3-blob-put" in R and "s3-publish" in R:
+        lines.append(f"- A publish of new data reaches {R['s3-publish']['mib_per_s'] / R['s3-blob-put']['mib_per_s']:.0%} "
+                     "of the plain PUT rate while also chunking, hashing and compressing on the same cores.")
+    if "s3-blob-get" in R and "s3-read-verified" in R:
+        lines.append(f"- A verified read reaches {R['s3-read-verified']['mib_per_s'] / R['s3-blob-get']['mib_per_s']:.0%} "
+                     "of the plain GET rate while hashing every chunk.")
+    lines += ["", "The timed regions:", "", inside_list({"results": [r for r in s3["results"] if r["name"].startswith("s3-")]})]
+    return "\n".join(lines)
+
+
 def main():
     small_path, large_path = newest("bench-32MiB-*.json"), newest("bench-large-*.json")
     micro_path, peers_path = newest("micro-*.json"), newest("peers-*.json")
+    s3_path = newest("bench-s3-*.json")
+    s3 = load(s3_path)
     small, large, micro, peers = load(small_path), load(large_path), load(micro_path), load(peers_path)
     if peers:
         peers["_path"] = peers_path
@@ -300,6 +351,10 @@ ratio ranges use the samples' min–max.
 {"## Results (large payload)" + chr(10) + chr(10) + results_table(large) if large else ""}
 
 {micro_lines}
+
+## Bucket stores on S3
+
+{s3_section(s3, s3_path)}
 
 ## Compared with restic, borg and casync
 

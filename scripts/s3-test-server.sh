@@ -9,6 +9,11 @@
 #                                     and GET work; prints the settings as
 #                                     shell exports (also in $DIR/env)
 #   scripts/s3-test-server.sh stop    ends only the processes start started
+#   scripts/s3-test-server.sh stop-gateway | start-gateway
+#                                     kills radosgw at once, as a crash
+#                                     would, or starts it again (the data
+#                                     stays with the OSD): for tests of a
+#                                     server that goes away mid-request
 #
 # Environment: CHUNKSTORE_S3_DIR (default /tmp/chunkstore-s3) holds the
 # cluster's data, logs and pid files; CHUNKSTORE_S3_PORT (default 7480).
@@ -139,6 +144,32 @@ stop_quiet_check() {
   return 1
 }
 
+# Ends one started process, given its pid file and a signal; after SIGTERM
+# waits up to ten seconds (radosgw ignores it for a few), then kills it.
+end_process() {
+  local f=$1 sig=${2:-TERM} pid
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  # Only end a process that is still the one this script started.
+  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CONF" || return 1
+  kill -"$sig" "$pid" 2>/dev/null || return 1
+  local deadline=$((SECONDS + 10))
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+}
+
+stop_gateway() {
+  end_process "$DIR/run/client.rgw.test.pid" KILL || { log "no gateway running"; return 1; }
+  log "gateway stopped"
+}
+
+start_gateway() {
+  radosgw -c "$CONF" -n client.rgw.test
+  wait_for 60 "radosgw" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"
+  log "gateway started"
+}
+
 stop() {
   local f pid pids=()
   for f in "$DIR"/run/*.pid; do
@@ -161,5 +192,7 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+  stop-gateway) stop_gateway ;;
+  start-gateway) start_gateway ;;
+  *) echo "usage: $0 start|stop|stop-gateway|start-gateway" >&2; exit 2 ;;
 esac

@@ -19,7 +19,8 @@ def sign(key, msg):
     return hmac.new(key, msg.encode(), hashlib.sha256).digest()
 
 
-def request(method, path, body=b""):
+def request(method, path, body=b"", query=None):
+    """Sends a signed request; query is a dict of (unencoded) parameters."""
     endpoint = os.environ["AWS_ENDPOINT_URL"].rstrip("/")
     access = os.environ["AWS_ACCESS_KEY_ID"]
     secret = os.environ["AWS_SECRET_ACCESS_KEY"]
@@ -31,7 +32,9 @@ def request(method, path, body=b""):
     payload_hash = hashlib.sha256(body).hexdigest()
     canonical_headers = f"host:{host}\nx-amz-content-sha256:{payload_hash}\nx-amz-date:{amz_date}\n"
     signed = "host;x-amz-content-sha256;x-amz-date"
-    canonical = "\n".join([method, urllib.parse.quote(path), "", canonical_headers, signed, payload_hash])
+    q = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
+                 for k, v in sorted((query or {}).items()))
+    canonical = "\n".join([method, urllib.parse.quote(path), q, canonical_headers, signed, payload_hash])
     scope = f"{day}/{region}/s3/aws4_request"
     to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
                          hashlib.sha256(canonical.encode()).hexdigest()])
@@ -45,7 +48,7 @@ def request(method, path, body=b""):
         "Authorization": f"AWS4-HMAC-SHA256 Credential={access}/{scope}, "
                          f"SignedHeaders={signed}, Signature={signature}",
     }
-    req = urllib.request.Request(endpoint + path, data=body if method == "PUT" else None,
+    req = urllib.request.Request(endpoint + urllib.parse.quote(path) + ("?" + q if q else ""), data=body if method == "PUT" else None,
                                  headers=headers, method=method)
     with urllib.request.urlopen(req, timeout=10) as r:
         return r.status, r.read()

@@ -2,6 +2,8 @@
 # Builds and runs the test suite under AddressSanitizer + UndefinedBehavior-
 # Sanitizer (build-asan/) and ThreadSanitizer (build-tsan/). Any report fails.
 # Usage: scripts/sanitize.sh [asan|tsan]...   (default: both)
+# The S3 tests (label s3) run too when CHUNKSTORE_TEST_S3_BUCKET and the AWS
+# variables name a server (scripts/s3-test-server.sh start prints them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kinds=("$@")
@@ -15,8 +17,10 @@ for kind in "${kinds[@]}"; do
   cmake -S . -B "build-$kind" -DCMAKE_BUILD_TYPE=Debug -DCHUNKSTORE_SANITIZE="$flags" \
     -DCHUNKSTORE_BUILD_BENCH=OFF >/dev/null
   cmake --build "build-$kind" -j"$(nproc)"
+  labels=(-LE s3)
+  [ -n "${CHUNKSTORE_TEST_S3_BUCKET:-}" ] && labels=()
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --test-dir "build-$kind" --output-on-failure -j"$(nproc)"
+    ctest --test-dir "build-$kind" --output-on-failure -j"$(nproc)" "${labels[@]}"
 done

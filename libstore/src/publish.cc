@@ -247,10 +247,7 @@ void PublishSession::Abort() {
   if (writer_) store_->ReleaseWriter(std::move(writer_), false);
   // Packs already uploaded stay in the bucket unreferenced; gc removes
   // them after its grace period.
-  for (Shipped& p : shipped_) {
-    if (p.upload.valid()) p.upload.wait();
-    store_->ReleaseWriter(std::move(p.writer), false);
-  }
+  ReapUploads(0);
   shipped_.clear();
   bucket_lock_.reset();
 }
@@ -263,14 +260,37 @@ Status PublishSession::EnsureBucketLock() {
   return Status::OK();
 }
 
+// Uploads run beside ingest, a few at a time: enough to overlap the
+// network with hashing, few enough to bound memory and staging space.
+constexpr size_t kUploadsInFlight = 3;
+
 Status PublishSession::ShipFullWriter() {
   CHUNKSTORE_RETURN_IF_ERROR(writer_->Flush());
   PackWriter* w = writer_.get();
   Bucket* bucket = store_->bucket.get();
-  shipped_.push_back({std::move(writer_), std::async(std::launch::async, [w, bucket] {
-                        return bucket->UploadPack(w->name, *w->file, w->size);
-                      })});
-  return Status::OK();
+  Shipped p;
+  p.name = w->name;
+  p.size = w->size;
+  p.writer = std::move(writer_);
+  p.upload = std::async(std::launch::async,
+                        [w, bucket] { return bucket->UploadPack(w->name, *w->file, w->size); });
+  shipped_.push_back(std::move(p));
+  return ReapUploads(kUploadsInFlight);
+}
+
+Status PublishSession::ReapUploads(size_t in_flight) {
+  size_t running = 0;
+  for (const Shipped& p : shipped_) running += p.writer != nullptr;
+  for (Shipped& p : shipped_) {
+    if (!p.writer) continue;
+    const bool ready = p.upload.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (!ready && running <= in_flight) break;
+    Status s = p.upload.get();
+    if (!s.ok() && upload_error_.ok()) upload_error_ = s;
+    store_->ReleaseWriter(std::move(p.writer), s.ok());
+    --running;
+  }
+  return upload_error_;
 }
 
 Status PublishSession::CommitToBucket() {
@@ -281,10 +301,8 @@ Status PublishSession::CommitToBucket() {
     return Status::OK();
   }
   if (s.ok() && writer_) s = ShipFullWriter();
-  for (Shipped& p : shipped_) {
-    Status up = p.upload.get();
-    if (s.ok() && !up.ok()) s = up;
-  }
+  Status uploads = ReapUploads(0);
+  if (s.ok()) s = uploads;
   if (!s.ok()) {
     Abort();
     return s.WithContext("cannot publish to " + store_->dir);
@@ -294,7 +312,7 @@ Status PublishSession::CommitToBucket() {
   LogRecord r;
   r.kind = LogRecord::kPublish;
   r.time = NowSeconds();
-  for (const Shipped& p : shipped_) r.packs.push_back({p.writer->name, p.writer->size});
+  for (const Shipped& p : shipped_) r.packs.push_back({p.name, p.size});
   for (const auto& [id, loc] : new_chunks_)
     r.chunks.push_back({id, static_cast<uint32_t>(loc.pack_id), loc});
   r.objects = objects_;
@@ -309,7 +327,6 @@ Status PublishSession::CommitToBucket() {
   for (size_t i = 0, k = 0; i < names_.size(); ++i)
     if (!names_[i].first.empty() && k < versions.size()) results_[i].version = versions[k++];
   done_ = true;
-  for (Shipped& p : shipped_) store_->ReleaseWriter(std::move(p.writer), true);
   shipped_.clear();
   bucket_lock_.reset();
   return Status::OK();

@@ -209,10 +209,16 @@ class PublishSession {
   // Bucket stores only.
   std::unique_ptr<BucketLock> bucket_lock_;
   struct Shipped {
-    std::unique_ptr<PackWriter> writer;
+    std::string name;
+    uint64_t size = 0;
+    std::unique_ptr<PackWriter> writer;  // until its upload ends
     std::future<Status> upload;
   };
   std::vector<Shipped> shipped_;  // full packs, uploading or uploaded
+  Status upload_error_;           // the first failed upload
+  // Ends finished uploads (their staging files go), and waits for the
+  // oldest while more than in_flight are running.
+  Status ReapUploads(size_t in_flight);
 };
 
 }  // namespace internal
