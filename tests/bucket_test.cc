@@ -8,6 +8,9 @@
 // starts a radosgw and runs them).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
@@ -376,6 +379,31 @@ TEST_F(BucketTest, GcRefusesWhileAWriterIsPublishing) {
   ASSERT_TRUE(b->Refresh().ok());
   EXPECT_EQ(*ReadObject(*b, "inflight"), d);
   EXPECT_EQ(CountBlobs("locks/"), 0u);
+}
+
+TEST_F(BucketTest, ALockOfACrashedProcessOnThisHostDoesNotBlockGc) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);  // a pid that no longer runs
+  const std::string dead = "writer on " + std::string(host) + ", pid " + std::to_string(child) + "\n";
+  ASSERT_TRUE(backend_->Put("locks/shared-00000000deadbeef", dead.data(), dead.size()).ok());
+  // A live holder (this process), and one on another host, still count.
+  const std::string live = "writer on " + std::string(host) + ", pid " + std::to_string(getpid()) + "\n";
+  ASSERT_TRUE(backend_->Put("locks/shared-00000000a11a11a1", live.data(), live.size()).ok());
+  EXPECT_TRUE(a->Gc().status().IsBusy());
+  ASSERT_TRUE(backend_->Delete("locks/shared-00000000a11a11a1").ok());
+  const std::string remote = "writer on some-other-host, pid 1\n";
+  ASSERT_TRUE(backend_->Put("locks/shared-000000000e0e0e0e", remote.data(), remote.size()).ok());
+  EXPECT_TRUE(a->Gc().status().IsBusy());
+  ASSERT_TRUE(backend_->Delete("locks/shared-000000000e0e0e0e").ok());
+  auto rep = a->Gc();
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  EXPECT_EQ(CountBlobs("locks/"), 0u);  // the dead holder's lock is gone too
 }
 
 TEST_F(BucketTest, AFailedUploadLeavesAnOrphanThatOnlyGcAfterItsGraceRemoves) {

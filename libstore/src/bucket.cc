@@ -2,7 +2,10 @@
 // index cache, lock blobs and the config blob.
 #include "bucket.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstring>
@@ -231,9 +234,12 @@ Result<LogRecord> DecodeLogRecord(const std::string& s) {
     c.loc.offset = in.U64();
     c.loc.raw_len = in.U32();
     c.loc.stored_len = in.U32();
-    c.loc.codec = static_cast<Codec>(in.U8());
+    const uint8_t codec = in.U8();
+    c.loc.codec = static_cast<Codec>(codec);
     c.loc.xxh64 = in.U64();
     if (c.pack >= r.packs.size()) return Status::Corruption("log record names a pack it does not list");
+    if (codec != static_cast<uint8_t>(Codec::kRaw) && codec != static_cast<uint8_t>(Codec::kZlib))
+      return Status::Corruption("log record has a chunk of unknown codec " + std::to_string(codec));
     r.chunks.push_back(c);
   }
   for (uint32_t n = in.Count(57), i = 0; i < n; ++i) {
@@ -243,7 +249,9 @@ Result<LogRecord> DecodeLogRecord(const std::string& s) {
     ob.chunk_count = in.U32();
     ob.manifest = in.Bytes();
     ob.created = static_cast<int64_t>(in.U64());
-    ob.pinned = in.U8() != 0;
+    const uint8_t pinned = in.U8();
+    if (pinned > 1) return Status::Corruption("log record has a malformed object entry");
+    ob.pinned = pinned == 1;
     r.objects.push_back(std::move(ob));
   }
   for (uint32_t n = in.Count(34), i = 0; i < n; ++i) {
@@ -351,13 +359,33 @@ BucketLock::~BucketLock() {
   blobs_->Delete(key_);  // if this fails the lock goes stale in 30 minutes
 }
 
+namespace {
+
+std::string HostName() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+// True when a lock blob's body says it was taken by a process on this host
+// that no longer runs: its holder crashed, and the lock need not age.
+bool HolderIsGone(BlobStore* blobs, const std::string& key) {
+  Result<std::string> body = blobs->Get(key);
+  if (!body.ok()) return body.status().IsNotFound();
+  const std::string on = " on " + HostName() + ", pid ";
+  const size_t at = body->find(on);
+  if (at == std::string::npos) return false;
+  const long pid = std::strtol(body->c_str() + at + on.size(), nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<BucketLock>> Bucket::Lock(bool exclusive, int wait_ms) {
   const std::string key =
       std::string(kLockPrefix) + (exclusive ? "exclusive-" : "shared-") + RandomHex(8);
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  const std::string body = std::string(exclusive ? "gc" : "writer") + " on " + host + ", pid " +
-                           std::to_string(getpid()) + "\n";
+  const std::string body = std::string(exclusive ? "gc" : "writer") + " on " + HostName() +
+                           ", pid " + std::to_string(getpid()) + "\n";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   for (;;) {
     CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, body.data(), body.size()));
@@ -373,7 +401,12 @@ Result<std::unique_ptr<BucketLock>> Bucket::Lock(bool exclusive, int wait_ms) {
     for (const auto& b : *locks) {
       if (b.key == key || b.modified < mine - kLockStaleSeconds) continue;
       const bool other_exclusive = b.key.compare(0, 16, "locks/exclusive-") == 0;
-      if (exclusive || other_exclusive) conflict = b.key;
+      if (!exclusive && !other_exclusive) continue;
+      if (HolderIsGone(blobs_, b.key)) {
+        blobs_->Delete(b.key);
+        continue;
+      }
+      conflict = b.key;
     }
     if (conflict.empty()) return std::unique_ptr<BucketLock>(new BucketLock(blobs_, key, body));
     blobs_->Delete(key);
