@@ -2,10 +2,10 @@
 // several caches sharing one bucket, cache loss, corruption and a failure
 // at every request.
 //
-// Built twice: into unit_tests against an in-memory blob store, and (with
-// CHUNKSTORE_TEST_S3) into s3_tests against a real S3 service, each test in
-// its own fresh prefix of $CHUNKSTORE_TEST_S3_BUCKET (scripts/s3-test.sh
-// starts a radosgw and runs them).
+// Built twice: into unit_tests against an in-memory and a directory blob
+// store, and (with CHUNKSTORE_TEST_S3) into s3_tests against a real S3
+// service, each test in its own fresh prefix of $CHUNKSTORE_TEST_S3_BUCKET
+// (scripts/s3-test.sh starts a radosgw and runs them).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -83,9 +83,22 @@ class FaultyBlobStore final : public BlobStore {
   int mutations_ = 0;
 };
 
-class BucketTest : public ::testing::Test {
+enum class Backend { kMemory, kDirectory, kS3 };
+
+class BucketTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
+    if (GetParam() == Backend::kMemory) {
+      backend_ = NewMemoryBlobStore();
+    } else if (GetParam() == Backend::kDirectory) {
+      backend_ = NewDirectoryBlobStore(dir_ / "bucket");
+    } else {
+      OpenS3();
+    }
+    faulty_ = std::make_unique<FaultyBlobStore>(backend_.get());
+  }
+
+  void OpenS3() {
 #ifdef CHUNKSTORE_TEST_S3
     const char* bucket = std::getenv("CHUNKSTORE_TEST_S3_BUCKET");
     ASSERT_NE(bucket, nullptr) << "set CHUNKSTORE_TEST_S3_BUCKET (scripts/s3-test.sh does)";
@@ -98,9 +111,8 @@ class BucketTest : public ::testing::Test {
     ASSERT_TRUE(blobs.ok()) << blobs.status().ToString();
     backend_ = std::move(*blobs);
 #else
-    backend_ = NewMemoryBlobStore();
+    FAIL() << "built without CHUNKSTORE_TEST_S3";
 #endif
-    faulty_ = std::make_unique<FaultyBlobStore>(backend_.get());
   }
 
   static std::string RandomHex() {
@@ -130,7 +142,46 @@ class BucketTest : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(BucketTest, PublishReadAndRangeReadsRoundTrip) {
+// The contract every BlobStore keeps (blob_store.h).
+TEST_P(BucketTest, TheBlobStoreKeepsItsContract) {
+  BlobStore& b = *backend_;
+  EXPECT_TRUE(b.Get("x/missing").status().IsNotFound());
+  EXPECT_TRUE(b.Size("x/missing").status().IsNotFound());
+  size_t got = 7;
+  char buf[16];
+  EXPECT_TRUE(b.GetRange("x/missing", 0, 4, buf, &got).IsNotFound());
+  EXPECT_TRUE(b.Delete("x/missing").ok());
+  ASSERT_TRUE(b.Put("x/a/1", "hello", 5).ok());
+  ASSERT_TRUE(b.Put("x/a/2", "", 0).ok());
+  ASSERT_TRUE(b.Put("x/b", "world!", 6).ok());
+  ASSERT_TRUE(b.Put("y", "z", 1).ok());
+  ASSERT_TRUE(b.Put("x/a/1", "HELLO", 5).ok());  // replaced whole
+  EXPECT_EQ(*b.Get("x/a/1"), "HELLO");
+  EXPECT_EQ(*b.Size("x/b"), 6u);
+  ASSERT_TRUE(b.GetRange("x/b", 4, 10, buf, &got).ok());
+  EXPECT_EQ(std::string(buf, got), "d!");  // short only at the end
+  ASSERT_TRUE(b.GetRange("x/b", 6, 4, buf, &got).ok());
+  EXPECT_EQ(got, 0u);
+  auto all = b.List("x/");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].key, "x/a/1");
+  EXPECT_EQ((*all)[1].key, "x/a/2");
+  EXPECT_EQ((*all)[2].key, "x/b");
+  EXPECT_EQ((*all)[2].size, 6u);
+  EXPECT_GT((*all)[2].modified, 1700000000);
+  auto after = b.List("x/", "x/a/1");
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 2u);
+  EXPECT_EQ((*after)[0].key, "x/a/2");
+  auto partial = b.List("x/a");
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->size(), 2u);
+  ASSERT_TRUE(b.Delete("x/a/1").ok());
+  EXPECT_EQ(b.List("x/")->size(), 2u);
+}
+
+TEST_P(BucketTest, PublishReadAndRangeReadsRoundTrip) {
   auto store = OpenMachine(dir_ / "a");
   ASSERT_TRUE(store);
   EXPECT_TRUE(store->is_bucket());
@@ -161,7 +212,7 @@ TEST_F(BucketTest, PublishReadAndRangeReadsRoundTrip) {
   EXPECT_TRUE(e->empty());
 }
 
-TEST_F(BucketTest, RepublishAddsNoBlobAndAnEditAddsAboutOneChunk) {
+TEST_P(BucketTest, RepublishAddsNoBlobAndAnEditAddsAboutOneChunk) {
   auto store = OpenMachine(dir_ / "a");
   ASSERT_TRUE(store);
   auto data = RandomBytes(400000, 2);
@@ -178,7 +229,7 @@ TEST_F(BucketTest, RepublishAddsNoBlobAndAnEditAddsAboutOneChunk) {
   EXPECT_LT(edit->new_bytes, 3u * 16384 + 1024);
 }
 
-TEST_F(BucketTest, TwoMachinesSeeEachOthersChangesAfterARefresh) {
+TEST_P(BucketTest, TwoMachinesSeeEachOthersChangesAfterARefresh) {
   auto a = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");
   ASSERT_TRUE(a && b);
@@ -200,7 +251,7 @@ TEST_F(BucketTest, TwoMachinesSeeEachOthersChangesAfterARefresh) {
   EXPECT_TRUE(b->RemoveName("never-there").IsNotFound());
 }
 
-TEST_F(BucketTest, ConcurrentWritersLoseNothing) {
+TEST_P(BucketTest, ConcurrentWritersLoseNothing) {
   constexpr int kPerWriter = 12;
   std::atomic<int> failures{0};
   auto writer = [&](const std::string& cache, int who) {
@@ -249,7 +300,7 @@ TEST_F(BucketTest, ConcurrentWritersLoseNothing) {
   EXPECT_EQ(s1->stored_bytes, s2->stored_bytes);
 }
 
-TEST_F(BucketTest, ALostCacheIsRebuiltFromTheBucket) {
+TEST_P(BucketTest, ALostCacheIsRebuiltFromTheBucket) {
   std::vector<NameEntry> before;
   std::vector<uint8_t> data = RandomBytes(90000, 4);
   {
@@ -285,7 +336,7 @@ TEST_F(BucketTest, ALostCacheIsRebuiltFromTheBucket) {
   ASSERT_TRUE(stale_cache);
 }
 
-TEST_F(BucketTest, ACorruptPackBlobIsAnErrorNamingObjectAndChunk) {
+TEST_P(BucketTest, ACorruptPackBlobIsAnErrorNamingObjectAndChunk) {
   auto a = OpenMachine(dir_ / "a");
   ASSERT_TRUE(a);
   const auto data = RandomBytes(60000, 5);
@@ -313,7 +364,7 @@ TEST_F(BucketTest, ACorruptPackBlobIsAnErrorNamingObjectAndChunk) {
   EXPECT_EQ(v->problems[0].object_id, pub->id);
 }
 
-TEST_F(BucketTest, GcDeletesDeadPacksAndCompactsSparseOnesWhileOtherCachesStillRead) {
+TEST_P(BucketTest, GcDeletesDeadPacksAndCompactsSparseOnesWhileOtherCachesStillRead) {
   auto a = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");
   ASSERT_TRUE(a && b);
@@ -363,7 +414,7 @@ TEST_F(BucketTest, GcDeletesDeadPacksAndCompactsSparseOnesWhileOtherCachesStillR
   EXPECT_EQ(b->List()->size(), 2u);
 }
 
-TEST_F(BucketTest, GcRefusesWhileAWriterIsPublishing) {
+TEST_P(BucketTest, GcRefusesWhileAWriterIsPublishing) {
   auto a = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");
   ASSERT_TRUE(a && b);
@@ -381,7 +432,7 @@ TEST_F(BucketTest, GcRefusesWhileAWriterIsPublishing) {
   EXPECT_EQ(CountBlobs("locks/"), 0u);
 }
 
-TEST_F(BucketTest, ALockOfACrashedProcessOnThisHostDoesNotBlockGc) {
+TEST_P(BucketTest, ALockOfACrashedProcessOnThisHostDoesNotBlockGc) {
   auto a = OpenMachine(dir_ / "a");
   ASSERT_TRUE(a);
   char host[256] = {0};
@@ -406,7 +457,7 @@ TEST_F(BucketTest, ALockOfACrashedProcessOnThisHostDoesNotBlockGc) {
   EXPECT_EQ(CountBlobs("locks/"), 0u);  // the dead holder's lock is gone too
 }
 
-TEST_F(BucketTest, AFailedUploadLeavesAnOrphanThatOnlyGcAfterItsGraceRemoves) {
+TEST_P(BucketTest, AFailedUploadLeavesAnOrphanThatOnlyGcAfterItsGraceRemoves) {
   auto a = OpenMachine(dir_ / "a");
   ASSERT_TRUE(a);
   const auto kept = RandomBytes(30000, 11);
@@ -440,7 +491,7 @@ TEST_F(BucketTest, AFailedUploadLeavesAnOrphanThatOnlyGcAfterItsGraceRemoves) {
   EXPECT_EQ(*ReadObject(*a, "lost"), lost);
 }
 
-TEST_F(BucketTest, AFailureAtEveryWriteLosesNothingAlreadyStored) {
+TEST_P(BucketTest, AFailureAtEveryWriteLosesNothingAlreadyStored) {
   const auto base = RandomBytes(50000, 13);
   const auto extra = RandomBytes(50000, 14);
   {
@@ -496,7 +547,7 @@ TEST_F(BucketTest, AFailureAtEveryWriteLosesNothingAlreadyStored) {
   }
 }
 
-TEST_F(BucketTest, OpeningAMissingOrForeignStore) {
+TEST_P(BucketTest, OpeningAMissingOrForeignStore) {
   Options o = SmallChunks();
   o.blob_store = faulty_.get();
   o.create_if_missing = false;
@@ -524,7 +575,7 @@ TEST_F(BucketTest, OpeningAMissingOrForeignStore) {
   EXPECT_TRUE(Store::Open(dir_ / "c", other).status().IsInvalidArgument());
 }
 
-TEST_F(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
+TEST_P(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
   auto a = OpenMachine(dir_ / "a");
   ASSERT_TRUE(a);
   const auto d = RandomBytes(10000, 15);
@@ -543,6 +594,15 @@ TEST_F(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
   EXPECT_TRUE(b.status().IsCorruption()) << b.status().ToString();
   EXPECT_NE(b.status().message().find((*logs)[0].key), std::string::npos);
 }
+
+#ifdef CHUNKSTORE_TEST_S3
+INSTANTIATE_TEST_SUITE_P(S3, BucketTest, ::testing::Values(Backend::kS3));
+#else
+INSTANTIATE_TEST_SUITE_P(Local, BucketTest, ::testing::Values(Backend::kMemory, Backend::kDirectory),
+                         [](const ::testing::TestParamInfo<Backend>& p) {
+                           return p.param == Backend::kMemory ? "Memory" : "Directory";
+                         });
+#endif
 
 }  // namespace
 }  // namespace chunkstore

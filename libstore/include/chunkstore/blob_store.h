@@ -4,8 +4,8 @@
 // in Options::blob_store) keeps everything in immutable blobs: pack files,
 // log records and the store's config, each written once under a fresh key
 // and never modified (docs/format.md, "Bucket layout"). The store logic
-// only needs these few calls, so S3 and the in-memory implementation (and
-// test wrappers that inject faults) behave alike.
+// only needs these few calls, so S3, a directory and memory (and test
+// wrappers that inject faults) behave alike.
 //
 // Keys are relative to the store's root ("packs/pack-….pack", "log/…").
 //
@@ -61,5 +61,10 @@ class BlobStore {
 
 // A fresh, empty blob store in memory (tests, examples).
 std::unique_ptr<BlobStore> NewMemoryBlobStore();
+
+// Blobs as files under dir (created as needed), each written to a temporary
+// file, fsynced and renamed into place: a bucket store on a shared file
+// system, or on local disk for tests. Modification times are the files'.
+std::unique_ptr<BlobStore> NewDirectoryBlobStore(const std::string& dir);
 
 }  // namespace chunkstore
