@@ -575,6 +575,29 @@ TEST_P(BucketTest, OpeningAMissingOrForeignStore) {
   EXPECT_TRUE(Store::Open(dir_ / "c", other).status().IsInvalidArgument());
 }
 
+// Two processes creating one store at once may each tag its cache with its
+// own store id before one config wins; a cache whose id differs from the
+// bucket's is only thrown away and rebuilt.
+TEST_P(BucketTest, ACacheTaggedWithAnotherStoreIdIsRebuilt) {
+  const auto d = RandomBytes(20000, 16);
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  }
+  auto config = backend_->Get("config");
+  ASSERT_TRUE(config.ok());
+  const size_t at = config->find("\nid ") + 4;
+  ASSERT_NE(at, std::string::npos + 4);
+  (*config)[at] = (*config)[at] == 'f' ? 'e' : 'f';
+  ASSERT_TRUE(backend_->Put("config", config->data(), config->size()).ok());
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  auto back = ReadObject(*a, "x");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, d);
+}
+
 TEST_P(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
   auto a = OpenMachine(dir_ / "a");
   ASSERT_TRUE(a);

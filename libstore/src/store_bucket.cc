@@ -27,6 +27,7 @@ Result<std::unique_ptr<Index>> OpenCacheIndex(Env* env, const std::string& cache
                                               const StoreMeta& meta, const std::string& store_id,
                                               const Options& options) {
   const std::string path = cache + "/index.db";
+  Status last;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!env->FileExists(path)) {
       Result<std::unique_ptr<FileLock>> lock = env->LockFile(cache + "/LOCK");
@@ -34,25 +35,29 @@ Result<std::unique_ptr<Index>> OpenCacheIndex(Env* env, const std::string& cache
       if (!env->FileExists(path)) CHUNKSTORE_RETURN_IF_ERROR(CreateIndexFile(env, cache, meta, options));
     }
     Result<std::unique_ptr<Index>> index = Index::Open(path, nullptr, options.sync, options.busy_timeout_ms);
-    std::string cached_id;
-    if (index.ok()) {
+    if (!index.ok()) {
+      // A busy database is someone else's working cache, not a damaged one.
+      if (index.status().IsBusy()) return index.status();
+      last = index.status();
+    } else {
       CHUNKSTORE_RETURN_IF_ERROR(PrepareCacheIndex(index->get()));
+      std::string cached_id;
       Query q((*index)->db(), "SELECT value FROM meta WHERE key = 'bucket_store_id'");
       if (q.ok() && q.use().Step() == SQLITE_ROW) cached_id = q.use().ColText(0);
       if (cached_id.empty()) {
-        Query set((*index)->db(), "INSERT OR REPLACE INTO meta VALUES('bucket_store_id', ?1)");
+        Query set((*index)->db(), "INSERT OR IGNORE INTO meta VALUES('bucket_store_id', ?1)");
         if (!set.ok()) return (*index)->Error("cannot prepare the index cache");
         set.use().Text(1, store_id);
         if (set.use().Step() != SQLITE_DONE) return (*index)->Error("cannot prepare the index cache");
         cached_id = store_id;
       }
       if (cached_id == store_id) return index;
+      last = Status::InvalidArgument("the cache held another store's index");
     }
     // Unreadable, or another store's: it is only a cache.
-    index = Status::OK();
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env->RemoveFile(path + suffix);
   }
-  return Status::IOError("cannot set up the index cache in " + cache);
+  return last.WithContext("cannot set up the index cache in " + cache);
 }
 
 }  // namespace
