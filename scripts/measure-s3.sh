@@ -20,7 +20,7 @@ out=docs/measurements
 samples=7
 [ $quick = 1 ] && samples=3
 build-release/bench/chunkstore-bench --size 256MiB --warmups 1 --samples $samples \
-  --only 'yardstick|publish-file|publish-again|read-verified|range-32k-cold|s3-' \
+  --only 'yardstick|publish-file|publish-again|read-verified|range-32k|s3-' \
   --s3 s3://chunkstore-bench/run --json "$out/bench-s3-$date.json"
 python3 scripts/report.py
 echo "measure-s3.sh: wrote $out/bench-s3-$date.json and docs/performance.md"

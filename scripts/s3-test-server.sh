@@ -82,6 +82,10 @@ keyring = /dev/null
 rgw frontends = beast endpoint=127.0.0.1:$PORT tcp_nodelay=1
 rgw data = $DIR/rgw
 rgw dns name = 127.0.0.1
+# Reclaim deleted objects at once (the default waits two hours), or the
+# memstore OSD fills up under repeated test and benchmark runs.
+rgw gc obj min wait = 0
+rgw gc processor period = 2
 EOF
 }
 
