@@ -300,6 +300,36 @@ TEST_P(BucketTest, ConcurrentWritersLoseNothing) {
   EXPECT_EQ(s1->stored_bytes, s2->stored_bytes);
 }
 
+// A refresh (of this process, or of another sharing the cache directory)
+// running while a change is written must not apply the change twice.
+TEST_P(BucketTest, RefreshesBesideChangesApplyEachRecordOnce) {
+  auto a = OpenMachine(dir_ / "shared");
+  auto b = OpenMachine(dir_ / "shared");  // same cache, its own handle
+  ASSERT_TRUE(a && b);
+  const auto d = RandomBytes(5000, 17);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "obj").ok());
+  constexpr int kTags = 15;
+  std::atomic<bool> done{false};
+  std::thread refresher([&] {
+    while (!done) {
+      EXPECT_TRUE(a->Refresh().ok());
+      EXPECT_TRUE(b->Refresh().ok());
+    }
+  });
+  for (int i = 0; i < kTags; ++i) {
+    auto t = (i % 2 ? a : b)->Tag("obj", "tagged");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+  }
+  done = true;
+  refresher.join();
+  auto history = a->History("tagged");
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->size(), static_cast<size_t>(kTags));
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->History("tagged")->size(), static_cast<size_t>(kTags));
+}
+
 TEST_P(BucketTest, ALostCacheIsRebuiltFromTheBucket) {
   std::vector<NameEntry> before;
   std::vector<uint8_t> data = RandomBytes(90000, 4);

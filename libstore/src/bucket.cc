@@ -494,6 +494,15 @@ Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<s
     CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
     Status s;
     for (size_t i = 0; s.ok() && i < records.size(); ++i) {
+      // Another process sharing this cache may have applied it meanwhile;
+      // applying twice would add its names twice.
+      Query seen(index->db(), "SELECT 1 FROM applied_log WHERE key = ?1");
+      if (!seen.ok()) {
+        s = index->Error("cannot read the index cache");
+        break;
+      }
+      seen.use().Text(1, keys[start + i]);
+      if (seen.use().Step() == SQLITE_ROW) continue;
       s = ApplyLogRecord(index, records[i], nullptr);
       if (s.ok())
         s = Run(index, "INSERT OR IGNORE INTO applied_log VALUES(?1)",
@@ -547,6 +556,9 @@ Status Bucket::Refresh(Index* index, std::mutex* index_mu) {
 
 Status Bucket::Write(Index* index, std::mutex* index_mu, const LogRecord& r,
                      std::vector<int64_t>* versions) {
+  // No refresh of this process may list the new key and apply it between
+  // the PUT and the application below.
+  std::lock_guard<std::mutex> refresh(refresh_mu_);
   const std::string key = NewLogKey(epoch_.load() + (r.kind == LogRecord::kGc ? 1 : 0));
   const std::string bytes = EncodeLogRecord(r);
   CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()));
@@ -554,10 +566,28 @@ Status Bucket::Write(Index* index, std::mutex* index_mu, const LogRecord& r,
   // and a failure there is repaired by the next refresh.
   std::lock_guard<std::mutex> l(*index_mu);
   CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-  Status s = ApplyLogRecord(index, r, versions);
-  if (s.ok())
-    s = Run(index, "INSERT OR IGNORE INTO applied_log VALUES(?1)", [&](Use& u) { u.Text(1, key); },
-            "cannot record an applied log record");
+  Status s;
+  bool applied = false;
+  {
+    // Another process sharing this cache may have refreshed in between.
+    Query seen(index->db(), "SELECT 1 FROM applied_log WHERE key = ?1");
+    if (!seen.ok()) s = index->Error("cannot read the index cache");
+    else {
+      seen.use().Text(1, key);
+      applied = seen.use().Step() == SQLITE_ROW;
+    }
+  }
+  if (s.ok() && !applied) {
+    s = ApplyLogRecord(index, r, versions);
+    if (s.ok())
+      s = Run(index, "INSERT INTO applied_log VALUES(?1)", [&](Use& u) { u.Text(1, key); },
+              "cannot record an applied log record");
+  }
+  for (size_t i = 0; s.ok() && applied && versions && i < r.names.size(); ++i) {
+    Result<std::optional<NameRow>> row = index->FindName(r.names[i].first, 0);
+    if (!row.ok()) s = row.status();
+    else versions->push_back(row->has_value() && (*row)->object == r.names[i].second ? (*row)->version : 0);
+  }
   if (s.ok()) s = index->Commit();
   if (!s.ok()) {
     index->Rollback();
