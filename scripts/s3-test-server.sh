@@ -109,6 +109,8 @@ start() {
     return 0
   fi
   install_packages
+  [ -n "$(our_pids)" ] && stop  # a half-started or orphaned cluster
+  trap 'log "start failed; stopping what it started"; stop' ERR
   rm -rf "$DIR"
   mkdir -p "$DIR/run" "$DIR/log" "$DIR/mon.a" "$DIR/osd.0" "$DIR/rgw"
   write_conf
@@ -174,22 +176,29 @@ start_gateway() {
   log "gateway started"
 }
 
-stop() {
-  local f pid pids=()
-  for f in "$DIR"/run/*.pid; do
-    [ -f "$f" ] || continue
-    pid=$(cat "$f")
-    # Only end a process that is still the one this script started.
-    if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CONF"; then
-      kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
-    fi
+# The processes this script started: those running with its config file
+# (found by command line, so a start whose pid files were lost is still
+# found; nothing else runs with that file).
+our_pids() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ -r "$p/cmdline" ] && tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "-c $CONF " && echo "${p#/proc/}"
   done
+  return 0
+}
+
+stop() {
+  local pid pids
+  pids=$(our_pids)
+  for pid in $pids; do kill -TERM "$pid" 2>/dev/null || true; done
   # radosgw ignores SIGTERM for a few seconds; give everyone ten.
   local deadline=$((SECONDS + 10))
-  for pid in "${pids[@]}"; do
+  for pid in $pids; do
     while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
     kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
   done
+  pids=($pids)
   log "stopped ${#pids[@]} processes"
 }
 

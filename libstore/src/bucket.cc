@@ -476,18 +476,33 @@ std::string Bucket::NewLogKey(int64_t epoch) const {
 }
 
 Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<std::string>& keys) {
-  // Records are fetched a few at a time and applied in key order, many to a
-  // transaction (a rebuild applies the whole log).
+  // Records are fetched several at once (each is a round trip) and applied
+  // in key order, many to a transaction (a rebuild applies the whole log).
   constexpr size_t kBatch = 64;
+  constexpr size_t kFetchers = 8;
   for (size_t start = 0; start < keys.size(); start += kBatch) {
     const size_t end = std::min(keys.size(), start + kBatch);
+    std::vector<Result<LogRecord>> fetched(end - start, Status::NotFound(""));
+    std::atomic<size_t> next{start};
+    auto fetch = [&] {
+      for (size_t i; (i = next++) < end;) {
+        Result<std::string> bytes = blobs_->Get(keys[i]);
+        if (!bytes.ok()) {
+          fetched[i - start] = bytes.status().WithContext("cannot read log record " + keys[i]);
+          continue;
+        }
+        Result<LogRecord> r = DecodeLogRecord(*bytes);
+        fetched[i - start] =
+            r.ok() ? std::move(r) : Result<LogRecord>(r.status().WithContext(blobs_->Describe() + ": log record " + keys[i]));
+      }
+    };
+    std::vector<std::thread> fetchers;
+    for (size_t t = 1; t < std::min(kFetchers, end - start); ++t) fetchers.emplace_back(fetch);
+    fetch();
+    for (std::thread& t : fetchers) t.join();
     std::vector<LogRecord> records;
-    for (size_t i = start; i < end; ++i) {
-      Result<std::string> bytes = blobs_->Get(keys[i]);
-      if (!bytes.ok()) return bytes.status().WithContext("cannot read log record " + keys[i]);
-      Result<LogRecord> r = DecodeLogRecord(*bytes);
-      if (!r.ok())
-        return r.status().WithContext(blobs_->Describe() + ": log record " + keys[i]);
+    for (auto& r : fetched) {
+      if (!r.ok()) return r.status();
       records.push_back(std::move(*r));
     }
     std::lock_guard<std::mutex> l(*index_mu);
