@@ -22,7 +22,7 @@ namespace {
 // A fresh prefix under the --s3 URL, and a way to empty it.
 class Scratch {
  public:
-  Scratch(const Workload& w, const std::string& tag) : w_(w) {
+  Scratch(const Workload& w, const std::string& tag) {
     static std::mt19937_64 rng(std::random_device{}());
     url_ = w.s3_url + "/" + tag + "-" + std::to_string(rng() % 1000000000);
     cache_ = w.dir + "/s3cache-" + tag;
@@ -43,7 +43,6 @@ class Scratch {
   void DropCache() { fs::remove_all(cache_); }
 
  private:
-  const Workload& w_;
   std::string url_, cache_;
 };
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "bucket.h"
@@ -460,6 +461,51 @@ TEST_P(BucketTest, GcRefusesWhileAWriterIsPublishing) {
   ASSERT_TRUE(b->Refresh().ok());
   EXPECT_EQ(*ReadObject(*b, "inflight"), d);
   EXPECT_EQ(CountBlobs("locks/"), 0u);
+}
+
+TEST_P(BucketTest, AWriterWaitsForAGcThenGivesUpSayingSo) {
+  Options o = SmallChunks();
+  o.busy_timeout_ms = 700;
+  auto a = OpenMachine(dir_ / "a", o);
+  ASSERT_TRUE(a);
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const std::string gc = "gc on " + std::string(host) + ", pid " + std::to_string(getpid()) + "\n";
+  ASSERT_TRUE(backend_->Put("locks/exclusive-00000000000000aa", gc.data(), gc.size()).ok());
+  const auto d = RandomBytes(3000, 18);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = a->PublishBytes(d.data(), d.size(), "waits");
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsBusy()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("a gc is running"), std::string::npos);
+  EXPECT_GE(waited, std::chrono::milliseconds(700));
+  EXPECT_TRUE(a->Resolve("waits").status().IsNotFound());
+  EXPECT_TRUE(a->Tag("waits", "x").status().IsBusy());  // catalog changes wait too
+  EXPECT_EQ(CountBlobs("locks/"), 1u);  // its own lock blob is gone again
+  // Once the gc is done, the same publish goes through.
+  ASSERT_TRUE(backend_->Delete("locks/exclusive-00000000000000aa").ok());
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "waits").ok());
+}
+
+TEST_P(BucketTest, OpeningWithoutARefreshSeesOnlyWhatTheCacheHeld) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto d = RandomBytes(3000, 19);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "first").ok());
+  {
+    auto b = OpenMachine(dir_ / "b");  // its cache holds "first"
+    ASSERT_TRUE(b);
+  }
+  ASSERT_TRUE(a->PublishBytes(d.data(), 1000, "second").ok());
+  Options o = SmallChunks();
+  o.refresh_on_open = false;
+  auto b = OpenMachine(dir_ / "b", o);
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->Resolve("first").ok());
+  EXPECT_TRUE(b->Resolve("second").status().IsNotFound());
+  ASSERT_TRUE(b->Refresh().ok());
+  EXPECT_TRUE(b->Resolve("second").ok());
 }
 
 TEST_P(BucketTest, ALockOfACrashedProcessOnThisHostDoesNotBlockGc) {

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <set>
 
 #include "sql.h"
@@ -22,17 +21,6 @@ namespace {
 constexpr const char* kConfigKey = "config";
 constexpr const char* kLogPrefix = "log/";
 constexpr const char* kLockPrefix = "locks/";
-
-std::string RandomHex(size_t bytes) {
-  static std::mutex mu;
-  static std::mt19937_64 rng(std::random_device{}() ^
-                             static_cast<uint64_t>(
-                                 std::chrono::steady_clock::now().time_since_epoch().count()));
-  std::lock_guard<std::mutex> l(mu);
-  std::vector<uint8_t> b(bytes);
-  for (auto& x : b) x = static_cast<uint8_t>(rng());
-  return HexEncode(b.data(), b.size());
-}
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -318,16 +306,15 @@ Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<s
     std::lock_guard<std::mutex> l(*index_mu);
     CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
     Status s;
+    // Another process sharing this cache may have applied some meanwhile;
+    // applying twice would add their names twice.
+    Query seen(index->db(), "SELECT 1 FROM applied_log WHERE key = ?1");
+    if (!seen.ok()) s = index->Error("cannot read the index cache");
     for (size_t i = 0; s.ok() && i < records.size(); ++i) {
-      // Another process sharing this cache may have applied it meanwhile;
-      // applying twice would add its names twice.
-      Query seen(index->db(), "SELECT 1 FROM applied_log WHERE key = ?1");
-      if (!seen.ok()) {
-        s = index->Error("cannot read the index cache");
-        break;
-      }
       seen.use().Text(1, keys[start + i]);
-      if (seen.use().Step() == SQLITE_ROW) continue;
+      const bool applied = seen.use().Step() == SQLITE_ROW;
+      seen.use().Reset();
+      if (applied) continue;
       s = ApplyLogRecord(index, records[i], nullptr);
       if (s.ok())
         s = Run(index, "INSERT OR IGNORE INTO applied_log VALUES(?1)",

@@ -1,10 +1,15 @@
-// SHA-256 via OpenSSL EVP, xxHash64 via libxxhash, and hex formatting.
+// SHA-256 via OpenSSL EVP, xxHash64 via libxxhash, hex formatting and
+// random hex names.
 #include "digest.h"
 
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <mutex>
+#include <random>
+#include <vector>
 
 namespace chunkstore::internal {
 
@@ -89,5 +94,18 @@ Digest Sha256::Of(const void* data, size_t n) {
 }
 
 uint64_t XxHash64(const void* data, size_t n) { return XXH64(data, n, 0); }
+
+std::string RandomHex(size_t n) {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}() ^
+                             static_cast<uint64_t>(
+                                 std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::vector<uint8_t> b(n);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+  }
+  return HexEncode(b.data(), b.size());
+}
 
 }  // namespace chunkstore::internal

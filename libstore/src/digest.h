@@ -37,6 +37,9 @@ struct DigestHash {
 };
 
 std::string HexEncode(const uint8_t* data, size_t n);
+// n random bytes as hex, for names that must not collide across processes
+// and machines (pack names, log keys, lock blobs, store ids). Thread-safe.
+std::string RandomHex(size_t n);
 
 // Incremental SHA-256 through OpenSSL EVP (which uses the CPU's SHA
 // extensions). Not copyable; reusable after Finish() via Reset().

@@ -9,7 +9,6 @@
 // A crash before 3 leaves bytes past the pack's committed length, which no
 // row points at; the next writer of that pack cuts them off.
 #include <chrono>
-#include <random>
 
 #include "compress.h"
 #include "ingest.h"
@@ -22,17 +21,7 @@ using namespace internal;
 
 namespace {
 
-std::string RandomPackName() {
-  static std::mutex mu;
-  static std::mt19937_64 rng(std::random_device{}() ^
-                             static_cast<uint64_t>(
-                                 std::chrono::steady_clock::now().time_since_epoch().count()));
-  std::lock_guard<std::mutex> l(mu);
-  const uint64_t v = rng();
-  uint8_t b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
-  return "pack-" + HexEncode(b, 8) + ".pack";
-}
+std::string RandomPackName() { return "pack-" + RandomHex(8) + ".pack"; }
 
 constexpr size_t kWriteBuffer = 1 << 20;
 // Chunks below this size are looked up in groups (see PublishSession::Defer).

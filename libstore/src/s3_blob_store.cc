@@ -322,7 +322,6 @@ class S3BlobStore final : public BlobStore {
   std::string Describe() const override {
     return "s3://" + where_.bucket + (where_.prefix.empty() ? "" : "/" + where_.prefix);
   }
-  bool Remote() const override { return true; }
 
  private:
   size_t root_len() const { return where_.prefix.empty() ? 0 : where_.prefix.size() + 1; }

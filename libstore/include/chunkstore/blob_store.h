@@ -54,9 +54,6 @@ class BlobStore {
   virtual Status Delete(const std::string& key) = 0;
   // Where the blobs live, for messages ("s3://bucket/prefix").
   virtual std::string Describe() const = 0;
-  // True when the store is reached over a network: readers then keep more
-  // chunk fetches in flight and read each record in one request.
-  virtual bool Remote() const { return false; }
 };
 
 // A fresh, empty blob store in memory (tests, examples).
