@@ -21,6 +21,7 @@
 #include "index.h"
 #include "manifest.h"
 #include "source.h"
+#include "task_pool.h"
 
 namespace chunkstore {
 
@@ -113,6 +114,16 @@ struct Store::Impl {
   // Declared before the cache: cached buffers return here when it dies.
   internal::BufferPool buffers;
   internal::ChunkCache cache;
+
+  // Read-ahead of sequential readers. Created on first use: its size
+  // depends on whether chunks come from disk (one worker a core) or from a
+  // bucket (enough requests in flight to hide the network).
+  std::once_flag read_ahead_once;
+  std::unique_ptr<internal::TaskPool> read_ahead_pool;
+  internal::TaskPool& ReadAhead(unsigned workers) {
+    std::call_once(read_ahead_once, [&] { read_ahead_pool = std::make_unique<internal::TaskPool>(workers); });
+    return *read_ahead_pool;
+  }
 
   explicit Impl(const Options& o) : options(o), cache(o.cache_bytes) {}
 
