@@ -1,4 +1,9 @@
-// The ingest pipeline on inputs that change size under it.
+// The ingest pipeline: on inputs that change size under it, and its
+// threaded form at several thread counts against the inline one.
+#include <chrono>
+#include <sstream>
+#include <thread>
+
 #include "digest.h"
 #include "ingest.h"
 #include "test_util.h"
@@ -54,6 +59,103 @@ TEST(Ingest, AFileThatShrankIsReadToItsNewEnd) {
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(sink.bytes, std::vector<uint8_t>(data.begin(), data.begin() + 1000));
 }
+
+// Records every chunk as Accept sees it; can be slow (so the producer
+// fills the ring and hashes chunks itself) or fail at a given chunk.
+class RecordingSink final : public IngestSink {
+ public:
+  bool IsKnown(const Digest&, uint32_t) override { return false; }
+  Status Accept(IngestedChunk& c) override {
+    if (chunks.size() == fail_at) return Status::IOError("sink fails at chunk " + std::to_string(fail_at));
+    if (slow) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    chunks.push_back({c.offset, c.length});
+    ids.push_back(c.id);
+    bytes.insert(bytes.end(), c.data, c.data + c.length);
+    return Status::OK();
+  }
+  bool slow = false;
+  size_t fail_at = SIZE_MAX;
+  std::vector<ChunkBoundary> chunks;
+  std::vector<Digest> ids;
+  std::vector<uint8_t> bytes;
+};
+
+struct PipelineCase {
+  unsigned threads;
+  int source;  // 0 bytes in memory, 1 file, 2 stream
+  bool slow;
+};
+
+class IngestPipeline : public ::testing::TestWithParam<PipelineCase> {};
+
+TEST_P(IngestPipeline, GivesTheInlineChunksIdsAndOrder) {
+  const PipelineCase pc = GetParam();
+  testing::TempDir dir;
+  const auto data = testing::RandomBytes(400000, 11);
+  testing::WriteFile(dir / "f", data);
+  IngestConfig cfg;
+  cfg.chunking = testing::SmallChunks().chunking;
+  cfg.threads = pc.threads;
+  RecordingSink sink;
+  sink.slow = pc.slow;
+  std::istringstream stream(std::string(data.begin(), data.end()));
+  BytesSource bytes(data.data(), data.size());
+  StreamSource streamed(stream);
+  std::unique_ptr<FileSource> file;
+  Source* src = &bytes;
+  if (pc.source == 1) {
+    auto f = FileSource::Open(dir / "f");
+    ASSERT_TRUE(f.ok());
+    file = std::move(*f);
+    src = file.get();
+  } else if (pc.source == 2) {
+    src = &streamed;
+  }
+  auto out = Ingest(*src, cfg, &sink);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const auto want = ChunkBuffer(cfg.chunking, data.data(), data.size());
+  ASSERT_GT(want.size(), 20u);  // enough chunks to wrap the ring several times
+  ASSERT_EQ(sink.chunks.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(sink.chunks[i].offset, want[i].offset) << i;
+    EXPECT_EQ(sink.chunks[i].length, want[i].length) << i;
+    EXPECT_EQ(sink.ids[i], Sha256::Of(data.data() + want[i].offset, want[i].length)) << i;
+  }
+  EXPECT_EQ(sink.bytes, data);
+  EXPECT_EQ(out->chunks, want.size());
+  EXPECT_EQ(out->size, data.size());
+  EXPECT_EQ(out->object_id, Sha256::Of(data.data(), data.size()));
+}
+
+TEST_P(IngestPipeline, StopsAtTheSinksFailure) {
+  const PipelineCase pc = GetParam();
+  const auto data = testing::RandomBytes(400000, 12);
+  IngestConfig cfg;
+  cfg.chunking = testing::SmallChunks().chunking;
+  cfg.threads = pc.threads;
+  RecordingSink sink;
+  sink.slow = pc.slow;
+  sink.fail_at = 7;
+  BytesSource src(data.data(), data.size());
+  auto out = Ingest(src, cfg, &sink);
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(out.status().IsIOError()) << out.status().ToString();
+  EXPECT_EQ(sink.chunks.size(), 7u);
+}
+
+std::string CaseName(const ::testing::TestParamInfo<PipelineCase>& i) {
+  const char* const sources[] = {"Bytes", "File", "Stream"};
+  return std::to_string(i.param.threads) + "Threads" + sources[i.param.source] +
+         (i.param.slow ? "SlowSink" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, IngestPipeline,
+                         ::testing::Values(PipelineCase{2, 0, false}, PipelineCase{2, 1, false},
+                                           PipelineCase{2, 2, false}, PipelineCase{2, 0, true},
+                                           PipelineCase{2, 1, true}, PipelineCase{3, 1, false},
+                                           PipelineCase{4, 0, true}, PipelineCase{8, 2, false},
+                                           PipelineCase{8, 1, true}),
+                         CaseName);
 
 }  // namespace
 }  // namespace chunkstore::internal

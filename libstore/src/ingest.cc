@@ -11,7 +11,6 @@
 
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -117,13 +116,20 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
   return out;
 }
 
+// Two threads do all the work on two cores, with no thread waiting while
+// work is left: the producer cuts chunks, the consumer hashes the object
+// and hands chunks to the sink in order, and each of them hashes chunks
+// itself instead of waiting. The consumer hashes the chunk it reaches if
+// nobody has; the producer, when the ring is full, takes the newest
+// unhashed chunk, which the consumer will reach last. Beyond two cores,
+// extra workers take the oldest unhashed chunks.
 class Pipeline {
  public:
   Pipeline(Source& source, const IngestConfig& cfg, IngestSink* sink)
-      : source_(source), cfg_(cfg), sink_(sink), slots_(2 * cfg.threads + 2) {}
+      : source_(source), cfg_(cfg), sink_(sink), slots_(2 * cfg.threads + 4) {}
 
   Result<IngestOutcome> Run() {
-    const unsigned workers = cfg_.threads > 1 ? cfg_.threads - 1 : 1;
+    const unsigned workers = cfg_.threads > 2 ? cfg_.threads - 2 : 0;
     std::vector<std::thread> threads;
     threads.emplace_back([this] { Consume(); });
     for (unsigned i = 0; i < workers; ++i) threads.emplace_back([this] { Work(); });
@@ -141,10 +147,11 @@ class Pipeline {
   }
 
  private:
+  enum class Hash { kTodo, kRunning, kDone };
   struct Slot {
     std::unique_ptr<uint8_t[]> buf;
     IngestedChunk chunk;
-    bool hashed = false;
+    Hash hash = Hash::kTodo;
   };
 
   // A slot that held an unusually large chunk gives back the pages above
@@ -166,20 +173,49 @@ class Pipeline {
     stop_ = true;
   }
 
-  // Waits for a free slot; nullptr when the pipeline is stopping.
+  Slot& At(uint64_t k) { return slots_[k % slots_.size()]; }
+
+  // An unhashed chunk in the ring, newest or oldest first, marked as
+  // running; SIZE_MAX if there is none. mu_ held.
+  uint64_t Claim(bool newest) {
+    for (uint64_t n = consumed_; n < produced_; ++n) {
+      const uint64_t k = newest ? produced_ - 1 - (n - consumed_) : n;
+      if (At(k).hash == Hash::kTodo) {
+        At(k).hash = Hash::kRunning;
+        return k;
+      }
+    }
+    return UINT64_MAX;
+  }
+
+  // Hashes chunk k (claimed by the caller) with mu_ released.
+  void HashClaimed(std::unique_lock<std::mutex>& l, uint64_t k) {
+    l.unlock();
+    ProcessChunk(At(k).chunk, cfg_.compress, sink_);
+    l.lock();
+    At(k).hash = Hash::kDone;
+    cv_.notify_all();
+  }
+
+  // Waits for a free slot, hashing other chunks meanwhile; nullptr when
+  // the pipeline is stopping.
   Slot* AcquireSlot(uint64_t k) {
     std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return stop_ || consumed_ + slots_.size() > k; });
-    if (stop_) return nullptr;
-    Slot& s = slots_[k % slots_.size()];
-    s.hashed = false;
+    for (;;) {
+      if (stop_) return nullptr;
+      if (consumed_ + slots_.size() > k) break;
+      const uint64_t job = Claim(true);
+      if (job != UINT64_MAX) HashClaimed(l, job);
+      else cv_.wait(l);
+    }
+    Slot& s = At(k);
+    s.hash = Hash::kTodo;
     return &s;
   }
 
   void Publish() {
     {
       std::lock_guard<std::mutex> l(mu_);
-      work_.push_back(produced_);
       ++produced_;
     }
     cv_.notify_all();
@@ -235,22 +271,13 @@ class Pipeline {
   }
 
   void Work() {
+    std::unique_lock<std::mutex> l(mu_);
     for (;;) {
-      uint64_t k;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || !work_.empty() || producer_done_; });
-        if (stop_ || work_.empty()) return;
-        k = work_.front();
-        work_.pop_front();
-      }
-      Slot& s = slots_[k % slots_.size()];
-      ProcessChunk(s.chunk, cfg_.compress, sink_);
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        s.hashed = true;
-      }
-      cv_.notify_all();
+      if (stop_) return;
+      const uint64_t job = Claim(false);
+      if (job != UINT64_MAX) HashClaimed(l, job);
+      else if (producer_done_) return;
+      else cv_.wait(l);
     }
   }
 
@@ -261,12 +288,16 @@ class Pipeline {
         cv_.wait(l, [&] { return stop_ || produced_ > k || producer_done_; });
         if (stop_ || produced_ <= k) return;
       }
-      Slot& s = slots_[k % slots_.size()];
-      // The object hash runs while workers hash later chunks.
+      Slot& s = At(k);
+      // The object hash runs while others hash later chunks.
       object_hash_.Update(s.chunk.data, s.chunk.length);
       {
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || s.hashed; });
+        if (s.hash == Hash::kTodo) {
+          s.hash = Hash::kRunning;
+          HashClaimed(l, k);
+        }
+        cv_.wait(l, [&] { return stop_ || s.hash == Hash::kDone; });
         if (stop_) return;
       }
       Status st = sink_->Accept(s.chunk);
@@ -289,7 +320,6 @@ class Pipeline {
   std::vector<Slot> slots_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<uint64_t> work_;
   uint64_t produced_ = 0, consumed_ = 0;
   bool producer_done_ = false, stop_ = false;
   Status error_;

@@ -1,11 +1,14 @@
 // Ingest: turn a Source into hashed (and maybe compressed) chunks, in order.
 //
 // This is the hot path of prepare and publish. Cut points are found on the
-// calling thread; chunk SHA-256s, the known-chunk check and compression
-// attempts run on worker threads; the whole-object SHA-256 and the sink run
-// on one ordered consumer thread. Queues are bounded by a fixed ring of
-// chunk slots, so memory does not grow with the input: at most
-// (2 * threads + 2) slots of max-chunk-size bytes plus one read block.
+// calling thread; the whole-object SHA-256 and the sink run on one ordered
+// consumer thread. Chunk SHA-256s, the known-chunk check and compression
+// attempts are shared out: the consumer does them for the chunk it reaches
+// unless someone already has, the producer does them for the newest chunks
+// while the ring is full, and beyond two threads extra workers take the
+// oldest. Queues are bounded by a fixed ring of chunk slots, so memory does
+// not grow with the input: at most (2 * threads + 4) slots of
+// max-chunk-size bytes plus one read block.
 #pragma once
 
 #include <cstdint>
