@@ -1,13 +1,18 @@
 // Micro benchmarks (Google Benchmark) of the pieces on the hot paths:
-// chunker, SHA-256, xxHash64, zlib, index lookups, record framing.
+// chunker, SHA-256, xxHash64, zlib, index lookups and small-object rows,
+// record framing.
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
 #include <random>
+
+#include <unistd.h>
 
 #include "chunkstore/chunker.h"
 #include "compress.h"
 #include "digest.h"
 #include "index.h"
+#include "manifest.h"
 #include "pack_format.h"
 
 namespace {
@@ -107,6 +112,79 @@ void BM_IndexLookupHit(benchmark::State& s) { IndexLookup(s, true); }
 void BM_IndexLookupMiss(benchmark::State& s) { IndexLookup(s, false); }
 BENCHMARK(BM_IndexLookupHit);
 BENCHMARK(BM_IndexLookupMiss);
+
+// The index rows of small objects, alone: what the small-object targets
+// can reach at most with SQLite as the index. 2,000 single-chunk objects,
+// each a chunk row and an object row, through the index's own prepared
+// statements, in one durable transaction on an on-disk WAL database.
+constexpr int kSmallObjects = 2000;
+
+struct SmallIndex {
+  std::filesystem::path dir;
+  std::unique_ptr<Index> index;
+  std::vector<ObjectRow> rows;
+  explicit SmallIndex(const char* tag) {
+    dir = std::filesystem::temp_directory_path() / ("chunkstore-micro-" + std::string(tag) + "-" +
+                                                    std::to_string(::getpid()));
+    for (int i = 0; i < kSmallObjects; ++i) {
+      ObjectRow r;
+      r.id = Sha256::Of(&i, sizeof i);
+      r.size = 256;
+      r.chunk_count = 1;
+      r.manifest = EncodeManifest(r.id, 256, {ManifestEntry{r.id, 256}});
+      r.created = 1700000000;
+      r.pinned = true;
+      rows.push_back(std::move(r));
+    }
+  }
+  ~SmallIndex() {
+    index.reset();
+    std::filesystem::remove_all(dir);
+  }
+  void Fresh() {
+    index.reset();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    StoreMeta meta;
+    index = std::move(Index::Open((dir / "index.db").string(), &meta, true, 1000)).value();
+  }
+  void InsertAll() {
+    if (!index->Begin().ok()) std::abort();
+    for (int i = 0; i < kSmallObjects; ++i) {
+      const ChunkLocation loc{1, static_cast<uint64_t>(i) * 320, 256, 256, Codec::kRaw, 7};
+      if (!index->InsertChunk(rows[i].id, loc).ok() || !index->InsertObject(rows[i]).ok()) std::abort();
+    }
+    if (!index->Commit().ok()) std::abort();
+  }
+};
+
+void BM_IndexSmallObjectRows(benchmark::State& state) {
+  SmallIndex s("rows");
+  for (auto _ : state) {
+    state.PauseTiming();
+    s.Fresh();
+    state.ResumeTiming();
+    s.InsertAll();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kSmallObjects);
+}
+BENCHMARK(BM_IndexSmallObjectRows)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The lookup an open of a small object makes (object row and its chunk's
+// location in one statement, outside any explicit transaction).
+void BM_IndexSmallObjectOpen(benchmark::State& state) {
+  SmallIndex s("open");
+  s.Fresh();
+  s.InsertAll();
+  size_t k = 0;
+  for (auto _ : state) {
+    auto r = s.index->FindObjectAndFirstChunk(s.rows[k++ % kSmallObjects].id);
+    if (!r.ok() || !r->has_value()) std::abort();
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_IndexSmallObjectOpen)->UseRealTime();
 
 void BM_RecordEncodeDecode(benchmark::State& state) {
   RecordHeader h;

@@ -28,7 +28,7 @@ else
   "$bench" --size 256MiB --warmups 2 --samples 7 --only 'yardstick|read-hash|prepare-file|publish-file|publish-again|publish-one-byte|read-verified' \
     --json "$out/bench-large-$date.json"
 fi
-build-release/bench/chunkstore-micro --benchmark_filter='Chunker|Sha256|XxHash|Zlib' \
+build-release/bench/chunkstore-micro --benchmark_filter='Chunker|Sha256|XxHash|Zlib|IndexSmall' \
   --benchmark_repetitions=$([ $quick = 1 ] && echo 3 || echo 7) --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/micro-$date.json" --benchmark_out_format=json >/dev/null
 python3 scripts/report.py

@@ -2,9 +2,11 @@
 //
 // A chunk is stored compressed only when that saves at least 1/16 of its
 // size. Most large payloads (model weights, media, archives) do not
-// compress, so before compressing a whole chunk we compress a few small
-// samples spread over it; if they do not shrink, the chunk is stored raw at
-// the cost of a few KiB of deflate work instead of a full pass.
+// compress, so before compressing a whole chunk we look at a few small
+// samples spread over it: if their bytes are as evenly spread as random
+// ones, or they do not shrink when compressed together, the chunk is stored
+// raw at the cost of a histogram (or a few KiB of deflate work) instead of
+// a full pass.
 #pragma once
 
 #include <cstddef>
