@@ -200,6 +200,8 @@ class ObjectReader final : public Reader {
   }
 
   ~ObjectReader() override {
+    // Read-ahead tasks use this reader; pool futures do not wait when
+    // destroyed, so wait here.
     for (auto& f : ahead_) f.second.wait();
   }
 
@@ -266,6 +268,8 @@ class ObjectReader final : public Reader {
       r = ahead_.front().second.get();
       ahead_.pop_front();
     } else {
+      // Pool futures do not wait when destroyed; the tasks use this reader.
+      for (auto& f : ahead_) f.second.wait();
       ahead_.clear();
       r = Fetch(i, false);
     }
