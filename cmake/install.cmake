@@ -23,13 +23,13 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfigVer
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfigVersion.cmake DESTINATION ${CHUNKSTORE_CMAKE_DIR})
 
+# libcurl is not linked: it is loaded with dlopen when an S3 store opens.
+set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash")
 if(BUILD_SHARED_LIBS)
   set(CHUNKSTORE_PC_PRIVATE "")
-  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash libcurl")
 else()
   # A static library needs its dependencies on the consumer's link line.
-  set(CHUNKSTORE_PC_PRIVATE "-lpthread")
-  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash libcurl")
+  set(CHUNKSTORE_PC_PRIVATE "-lpthread -l${CMAKE_DL_LIBS}")
 endif()
 configure_file(cmake/chunkstore.pc.in ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -118,7 +118,7 @@ def micro_items(micro):
     out = {}
     for b in (micro or {}).get("benchmarks", []):
         if b.get("aggregate_name") == "median" and "items_per_second" in b:
-            out[b["run_name"]] = b["items_per_second"]
+            out[b["run_name"].split("/")[0]] = b["items_per_second"]
     return out
 
 
@@ -358,7 +358,11 @@ edit the numbers by hand.
 
 Every operation runs its warmups, then its timed samples; the tables give
 the median, the range (min–max) over all samples and the rate at the
-median. Nothing is dropped. The timed region of each operation:
+median. Nothing is dropped. Absolute times on this shared machine drift by
+a third or more within minutes, so a change is judged by `scripts/ab.sh`,
+which builds a base revision beside the working tree and runs the two
+benchmark binaries in alternating rounds; the ratios quoted in commit
+messages come from it. The timed region of each operation:
 
 {inside_list(small)}
 

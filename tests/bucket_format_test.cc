@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "bucket.h"
+#include "curl_api.h"
 #include "index.h"
 #include "manifest.h"
 #include "s3_blob_store.h"
@@ -76,6 +77,24 @@ TEST(SigV4Test, UriEncodingKeepsOnlyUnreservedCharacters) {
   EXPECT_EQ(UriEncode("a b/c", false), "a%20b%2Fc");
   EXPECT_EQ(UriEncode("\xc3\xa9", false), "%C3%A9");
   EXPECT_EQ(CanonicalQuery({{"uploads", ""}}), "uploads=");
+}
+
+TEST(CurlApiTest, LoadsLibcurlOnDemandAndNamesWhatIsMissing) {
+  auto missing = LoadCurl("libcurl-that-does-not-exist.so.4");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.status().IsUnsupported()) << missing.status().ToString();
+  EXPECT_NE(missing.status().message().find("libcurl"), std::string::npos);
+  // A library without curl's functions (zlib is always loaded here).
+  auto wrong = LoadCurl("libz.so.1");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("curl_easy_init"), std::string::npos) << wrong.status().ToString();
+  auto api = Curl();
+  ASSERT_TRUE(api.ok()) << api.status().ToString();
+  EXPECT_EQ(*api, *Curl());  // loaded once
+  CURL* h = (*api)->easy_init();
+  ASSERT_NE(h, nullptr);
+  EXPECT_STREQ((*api)->easy_strerror(CURLE_OK), "No error");
+  (*api)->easy_cleanup(h);
 }
 
 TEST(S3UrlTest, ParsesBucketAndPrefixAndRejectsMalformedOnes) {

@@ -6,8 +6,6 @@
 // threads at once.
 #include "s3_blob_store.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -18,6 +16,7 @@
 #include <thread>
 
 #include "chunkstore/env.h"
+#include "curl_api.h"
 #include "sigv4.h"
 
 namespace chunkstore::internal {
@@ -33,15 +32,14 @@ std::string GetEnv(const char* name) {
   return v ? v : "";
 }
 
+// libcurl's functions; only called once NewS3BlobStore has loaded them.
+const CurlApi& Api() { return **Curl(); }
+
 struct CurlHandle {
   CURL* h = nullptr;
-  CurlHandle() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-    h = curl_easy_init();
-  }
+  CurlHandle() { h = Api().easy_init(); }
   ~CurlHandle() {
-    if (h) curl_easy_cleanup(h);
+    if (h) Api().easy_cleanup(h);
   }
 };
 
@@ -129,7 +127,7 @@ size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * nmemb;
   long code = 0;
-  curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
+  Api().easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
   if (t->req->out && code == 206) {
     const size_t room = t->req->out_cap - t->resp->out_len;
     const size_t take = std::min(room, n);
@@ -465,7 +463,7 @@ class S3BlobStore final : public BlobStore {
       *resp = Response{};
       CURL* h = ThreadHandle();
       if (!h) return Status::IOError("cannot create a curl handle");
-      curl_easy_reset(h);
+      Api().easy_reset(h);
       SigV4Request sr;
       sr.method = req.method;
       sr.canonical_uri = path;
@@ -479,46 +477,46 @@ class S3BlobStore final : public BlobStore {
       const std::string auth = SignV4(sr, {opts_.access_key, opts_.secret_key, opts_.region});
       curl_slist* headers = nullptr;
       for (const auto& [name, value] : sr.headers)
-        if (name != "host") headers = curl_slist_append(headers, (name + ": " + value).c_str());
-      headers = curl_slist_append(headers, ("Authorization: " + auth).c_str());
-      headers = curl_slist_append(headers, "Expect:");
+        if (name != "host") headers = Api().slist_append(headers, (name + ": " + value).c_str());
+      headers = Api().slist_append(headers, ("Authorization: " + auth).c_str());
+      headers = Api().slist_append(headers, "Expect:");
       if (req.method == "PUT" || req.method == "POST")
-        headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+        headers = Api().slist_append(headers, "Content-Type: application/octet-stream");
       Transfer t{&req, resp, h};
-      curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-      curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-      curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-      curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-      curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(opts_.stall_timeout_ms / 1000)));
-      curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
-      curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-      curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
-      curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+      Api().easy_setopt(h, CURLOPT_URL, url.c_str());
+      Api().easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+      Api().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+      Api().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+      Api().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      Api().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(opts_.stall_timeout_ms / 1000)));
+      Api().easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
+      Api().easy_setopt(h, CURLOPT_WRITEDATA, &t);
+      Api().easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+      Api().easy_setopt(h, CURLOPT_HEADERDATA, &t);
       if (req.method == "HEAD") {
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        Api().easy_setopt(h, CURLOPT_NOBODY, 1L);
       } else if (req.method == "PUT") {
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
-        curl_easy_setopt(h, CURLOPT_READDATA, &t);
-        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, OnSeek);
-        curl_easy_setopt(h, CURLOPT_SEEKDATA, &t);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body_len));
+        Api().easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        Api().easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+        Api().easy_setopt(h, CURLOPT_READDATA, &t);
+        Api().easy_setopt(h, CURLOPT_SEEKFUNCTION, OnSeek);
+        Api().easy_setopt(h, CURLOPT_SEEKDATA, &t);
+        Api().easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body_len));
       } else if (req.method == "POST") {
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body ? reinterpret_cast<const char*>(req.body) : "");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body_len));
+        Api().easy_setopt(h, CURLOPT_POST, 1L);
+        Api().easy_setopt(h, CURLOPT_POSTFIELDS, req.body ? reinterpret_cast<const char*>(req.body) : "");
+        Api().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body_len));
       } else if (req.method != "GET") {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+        Api().easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
       }
-      const CURLcode rc = curl_easy_perform(h);
-      curl_slist_free_all(headers);
+      const CURLcode rc = Api().easy_perform(h);
+      Api().slist_free_all(headers);
       if (rc != CURLE_OK) {
-        last_error = curl_easy_strerror(rc);
+        last_error = Api().easy_strerror(rc);
         if (Retryable(rc)) continue;
         return Status::IOError(req.method + " " + url + ": " + last_error);
       }
-      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+      Api().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
       if (resp->status >= 500 || resp->status == 429) {
         last_error = "HTTP " + std::to_string(resp->status);
         const std::string code = XmlTag(resp->body, "Code");
@@ -578,6 +576,7 @@ Result<S3Options> ResolveS3Options(const S3Options& given) {
 
 Result<std::unique_ptr<BlobStore>> NewS3BlobStore(const S3Location& where, const S3Options& opts,
                                                   bool create_bucket) {
+  CHUNKSTORE_RETURN_IF_ERROR(Curl().status());
   auto store = std::make_unique<S3BlobStore>(where, opts);
   if (create_bucket) CHUNKSTORE_RETURN_IF_ERROR(store->CreateBucketIfMissing());
   return std::unique_ptr<BlobStore>(std::move(store));
