@@ -130,6 +130,9 @@ int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_c
 
 int CmdPublish(const Globals& g, const PublishArgs& a) {
   std::vector<Input> inputs;
+  // The total size only sizes the progress bar; without one, skip a stat
+  // per file (thousands of small files).
+  const bool may_show_progress = !g.quiet && ::isatty(STDERR_FILENO);
   uint64_t total = 0;
   for (const std::string& in : a.inputs) {
     std::error_code ec;
@@ -150,11 +153,11 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
           name = a.name_prefix + (a.name_prefix.back() == '/' ? "" : "/") +
                  fs::path(f).lexically_relative(in).generic_string();
         inputs.push_back({f, name});
-        total += fs::file_size(f, ec);
+        if (may_show_progress) total += fs::file_size(f, ec);
       }
       continue;
     }
-    if (in != "-") total += fs::file_size(in, ec);
+    if (in != "-" && may_show_progress) total += fs::file_size(in, ec);
     inputs.push_back({in, a.name});
   }
   if (!a.name.empty() && inputs.size() != 1)
@@ -168,7 +171,7 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
   auto batch = store.NewBatch();
   std::unique_ptr<Progress> progress;
   const bool has_stdin = std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return i.path == "-"; });
-  if (!g.quiet && ::isatty(STDERR_FILENO) && (total > (8u << 20) || has_stdin)) {
+  if (may_show_progress && (total > (8u << 20) || has_stdin)) {
     progress = std::make_unique<Progress>(has_stdin ? 0 : total);
     batch->SetProgress([p = progress.get()](uint64_t done) { p->Update(done); });
   }

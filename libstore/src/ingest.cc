@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "compress.h"
@@ -48,15 +49,23 @@ Result<size_t> Fill(Source& source, uint8_t* buf, size_t want, bool* eof) {
 // Everything on the calling thread: small inputs and threads == 1.
 Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, IngestSink* sink) {
   Chunker chunker(cfg.chunking);
-  Sha256 object_hash;
+  // Created only for inputs of more than one chunk: for a single chunk the
+  // object id is the chunk id, and small files are often many.
+  std::optional<Sha256> object_hash;
   IngestOutcome out;
   IngestedChunk c;
-  auto emit = [&](const uint8_t* data, size_t n) -> Status {
+  // whole_input: this chunk is all of the input (first chunk, input ended).
+  auto emit = [&](const uint8_t* data, size_t n, bool whole_input) -> Status {
     c.offset = out.size;
     c.length = static_cast<uint32_t>(n);
     c.data = data;
     ProcessChunk(c, cfg.compress, sink);
-    object_hash.Update(data, n);
+    if (whole_input) {
+      out.object_id = c.id;
+    } else {
+      if (!object_hash) object_hash.emplace();
+      object_hash->Update(data, n);
+    }
     out.size += n;
     ++out.chunks;
     return sink->Accept(c);
@@ -79,7 +88,7 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
     chunker.Reset();
     while (pos < n) {
       const size_t len = chunker.Next(whole + pos, n - pos, true);
-      CHUNKSTORE_RETURN_IF_ERROR(emit(whole + pos, len));
+      CHUNKSTORE_RETURN_IF_ERROR(emit(whole + pos, len, false));
       pos += len;
     }
   } else {
@@ -107,12 +116,13 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
       if (filled == 0 && eof) break;
       const size_t len = chunker.Next(buf.get(), filled, eof);
       if (len == 0) continue;
-      CHUNKSTORE_RETURN_IF_ERROR(emit(buf.get(), len));
+      CHUNKSTORE_RETURN_IF_ERROR(emit(buf.get(), len, out.chunks == 0 && eof && len == filled));
       std::memmove(buf.get(), buf.get() + len, filled - len);
       filled -= len;
     }
   }
-  out.object_id = object_hash.Finish();
+  if (object_hash) out.object_id = object_hash->Finish();
+  else if (out.chunks == 0) out.object_id = Sha256::Of(nullptr, 0);  // empty input
   return out;
 }
 
