@@ -182,6 +182,49 @@ TEST_F(GcTest, PublishReusingAChunkGcRemovedFailsInsteadOfDangling) {
   EXPECT_EQ(*ReadObject(*store, "again"), d);
 }
 
+TEST_F(GcTest, AGcThroughTheSameHandleIsSeenByAnOpenBatch) {
+  // Commits by other connections show in SQLite's data version; a gc on
+  // the publisher's own connection does not, and must still force the
+  // re-check of reused chunks.
+  Options o;
+  o.chunking.min_size = 64 << 10;
+  o.chunking.avg_size = 128 << 10;
+  o.chunking.max_size = 512 << 10;
+  auto store = *Store::Open(dir_ / "same", o);
+  const auto d = RandomBytes(1 << 20, 13);
+  ASSERT_TRUE(store->PublishBytes(d.data(), d.size(), "a").ok());
+  ASSERT_TRUE(store->RemoveName("a").ok());
+  auto batch = store->NewBatch();
+  auto added = batch->AddBytes(d.data(), d.size(), "again");
+  ASSERT_TRUE(added.ok());
+  ASSERT_EQ(added->reused_chunks, added->chunks);
+  ASSERT_TRUE(store->Gc(Now()).ok());
+  auto c = batch->Commit();
+  ASSERT_TRUE(c.status().IsBusy()) << c.status().ToString();
+  EXPECT_TRUE(store->Resolve("again").status().IsNotFound());
+}
+
+TEST_F(GcTest, ABatchWithNothingRemovedMeanwhileCommitsItsReusedChunks) {
+  // The same publish twice, with an unrelated commit in between from
+  // another handle (which forces the full re-check) and without.
+  const auto d = RandomBytes(300000, 14);
+  Put(d, "a");
+  for (bool other_commit : {false, true}) {
+    auto batch = store_->NewBatch();
+    auto added = batch->AddBytes(d.data(), d.size(), "b");
+    ASSERT_TRUE(added.ok());
+    if (other_commit) {
+      auto other = *Store::Open(dir_ / "s");
+      const auto x = RandomBytes(1000, 15);
+      ASSERT_TRUE(other->PublishBytes(x.data(), x.size(), "x").ok());
+    }
+    auto c = batch->Commit();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ((*c)[0].new_bytes, 0u);
+    EXPECT_EQ(*ReadObject(*store_, "b"), d);
+  }
+}
+
 TEST_F(GcTest, SmallChunksDeferredToCommitSurviveAConcurrentGc) {
   const auto d = RandomBytes(100000, 4);  // 16 KiB chunks: looked up at commit
   Put(d, "a");

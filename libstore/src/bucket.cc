@@ -92,6 +92,7 @@ Status ApplyLogRecord(Index* index, const LogRecord& r, std::vector<int64_t>* ve
       write = !old->has_value() || r.packs[c.pack].name < (*old)->name;
     }
     if (!write) continue;
+    index->NoteChunksRemoved();
     CHUNKSTORE_RETURN_IF_ERROR(Run(index, "DELETE FROM chunks WHERE id = ?1",
                                    [&](Use& u) { u.Id(1, c.id); }, "cannot record a chunk"));
     CHUNKSTORE_RETURN_IF_ERROR(index->InsertChunk(c.id, loc));
@@ -115,6 +116,7 @@ Status ApplyLogRecord(Index* index, const LogRecord& r, std::vector<int64_t>* ve
     for (const char* sql : {"DELETE FROM names WHERE object = ?1", "DELETE FROM objects WHERE id = ?1"})
       CHUNKSTORE_RETURN_IF_ERROR(Run(index, sql, [&](Use& u) { u.Id(1, id); }, "cannot remove an object"));
   }
+  if (!r.removed_chunks.empty() || !r.removed_packs.empty()) index->NoteChunksRemoved();
   for (const auto& c : r.removed_chunks)
     CHUNKSTORE_RETURN_IF_ERROR(
         Run(index, "DELETE FROM chunks WHERE id = ?1 AND pack = (SELECT id FROM packs WHERE name = ?2)",

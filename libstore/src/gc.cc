@@ -146,6 +146,7 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
     } else {
       Query del(db, "DELETE FROM chunks WHERE id = ?1");
       if (!del.ok()) return fail("gc cannot delete chunks");
+      index->NoteChunksRemoved();
       for (const Digest& d : dead_chunks) {
         del.use().Id(1, d);
         const int rc = del.use().Step();

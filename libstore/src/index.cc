@@ -48,7 +48,7 @@ struct Index::Statements {
   Stmt find_chunk, insert_chunk, insert_pack, set_pack_size, find_pack, list_packs;
   Stmt find_object, find_object_chunk, insert_object, find_prefix, insert_name, find_name,
       find_latest_name;
-  Stmt begin, begin_read, commit, rollback;
+  Stmt begin, begin_read, commit, rollback, data_version;
 };
 
 Index::Index(sqlite3* db) : db_(db) {}
@@ -192,6 +192,7 @@ Status Index::Prepare() {
       {&st_->begin_read, "BEGIN"},
       {&st_->commit, "COMMIT"},
       {&st_->rollback, "ROLLBACK"},
+      {&st_->data_version, "PRAGMA data_version"},
   };
   for (auto& s : all) {
     if (sqlite3_prepare_v3(db_, s.sql, -1, SQLITE_PREPARE_PERSISTENT, s.stmt->addr(), nullptr) !=
@@ -306,6 +307,15 @@ Index::FindObjectAndFirstChunk(const Digest& id) {
   f.first = ReadObjectRow(u, id, 0);
   if (sqlite3_column_type(st_->find_object_chunk.get(), 5) != SQLITE_NULL) f.second = ReadChunkLocation(u, 5);
   return std::optional<Found>(std::move(f));
+}
+
+Result<Index::ChangeMark> Index::Mark() {
+  ChangeMark m;
+  m.removals = chunk_removals_.load();
+  Use u(st_->data_version);
+  if (u.Step() != SQLITE_ROW) return Error("cannot read the index's data version");
+  m.data_version = u.ColInt(0);
+  return m;
 }
 
 Status Index::InsertObject(const ObjectRow& row) {

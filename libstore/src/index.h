@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -106,6 +107,23 @@ class Index {
   // version 0 means the latest.
   Result<std::optional<NameRow>> FindName(const std::string& name, int64_t version);
 
+  // What could have removed chunk rows since a point in time: commits by
+  // other connections (SQLite's data_version) and removals through this
+  // one (counted by NoteChunksRemoved). Equal marks mean every chunk row
+  // seen between them is still there. A publish uses this to skip
+  // re-checking each chunk it reuses when nothing can have removed one.
+  struct ChangeMark {
+    int64_t data_version = 0;
+    uint64_t removals = 0;
+    bool operator==(const ChangeMark& o) const {
+      return data_version == o.data_version && removals == o.removals;
+    }
+  };
+  Result<ChangeMark> Mark();
+  // Called by whoever deletes chunk rows (gc, applying bucket log records),
+  // whether or not the transaction later commits.
+  void NoteChunksRemoved() { ++chunk_removals_; }
+
   // For the catalog, gc and verify queries (sql.h). Same locking rules.
   sqlite3* db() const { return db_; }
   Status Exec(const char* sql);
@@ -119,6 +137,7 @@ class Index {
 
   sqlite3* db_;
   StoreMeta meta_;
+  std::atomic<uint64_t> chunk_removals_{0};
   struct Statements;
   std::unique_ptr<Statements> st_;
 };

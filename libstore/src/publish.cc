@@ -423,9 +423,20 @@ Status PublishSession::FinishObject(const Digest& id, uint64_t size,
   return Status::OK();
 }
 
+Status PublishSession::TakeMark() {
+  if (mark_ || store_->bucket) return Status::OK();
+  std::lock_guard<std::mutex> l(store_->db_mu);
+  Result<Index::ChangeMark> m = store_->index->Mark();
+  if (!m.ok()) return m.status();
+  mark_ = *m;
+  mark_index_ = store_->index.get();
+  return Status::OK();
+}
+
 Result<PublishResult> PublishSession::AddSource(Source& source, const std::string& name) {
   if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
   CHUNKSTORE_RETURN_IF_ERROR(EnsureBucketLock());
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
   PublishResult result;
   SessionSink sink(this, &result);
   IngestConfig cfg;
@@ -445,6 +456,7 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p
   if (p.owner != store_)
     return Status::InvalidArgument("a prepared object can only be published to the store that prepared it");
   CHUNKSTORE_RETURN_IF_ERROR(EnsureBucketLock());
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
   if (p.kind == PreparedObject::State::Kind::kFile) {
     Result<FileStamp> now = p.file->Restat();
     if (!now.ok()) return now.status();
@@ -519,8 +531,14 @@ Status PublishSession::Commit() {
       }
     }
     // A gc that ran since these chunks were found may have removed them;
-    // committing would leave the object pointing at nothing.
-    for (size_t i = 0; s.ok() && i < reused_.size(); ++i) {
+    // committing would leave the object pointing at nothing. Unless the
+    // index shows that nothing can have removed one, check each again.
+    bool unchanged = false;
+    if (s.ok() && mark_ && mark_index_ == index) {
+      Result<Index::ChangeMark> now = index->Mark();
+      unchanged = now.ok() && *now == *mark_;
+    }
+    for (size_t i = 0; s.ok() && !unchanged && i < reused_.size(); ++i) {
       Result<std::optional<ChunkLocation>> loc = index->FindChunk(reused_[i]);
       if (!loc.ok()) s = loc.status();
       else if (!loc->has_value())

@@ -203,6 +203,12 @@ class PublishSession {
   std::vector<std::pair<Digest, ChunkLocation>> new_chunks_;
   std::unordered_set<Digest, DigestHash> written_;
   std::vector<Digest> reused_;  // taken from the index, re-checked at commit
+  // Taken before the first lookup; if the index's mark is the same at
+  // commit, nothing can have removed a reused chunk and the re-check is
+  // skipped (local stores).
+  std::optional<Index::ChangeMark> mark_;
+  const Index* mark_index_ = nullptr;
+  Status TakeMark();
   struct Pending {
     Digest id;
     uint32_t raw_len;
