@@ -75,6 +75,30 @@ void RunFileAndHashControls(Harness& h, const Workload& w) {
                 ::close(fd);
                 return ms;
               });
+  if (h.Wanted("write-file-durable")) {
+    // What the disk allows a durable publish: the payload written once to a
+    // new file beside the scratch stores, then made durable.
+    const std::string out = w.dir + "/write-file-durable.bin";
+    std::vector<uint8_t> piece(1 << 20);
+    h.Measure("write-file-durable",
+              "write the cached payload to a new file in 1 MiB pieces and fdatasync it (the "
+              "disk's durable write rate, D)",
+              Unit::kMiBps, w.size, [&] {
+                const int in = ::open(w.payload_path.c_str(), O_RDONLY);
+                Timer t;
+                const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                if (in < 0 || fd < 0) Die("cannot open " + out, chunkstore::Status::OK());
+                ssize_t n;
+                while ((n = ::read(in, piece.data(), piece.size())) > 0)
+                  if (::write(fd, piece.data(), static_cast<size_t>(n)) != n) Die("short write", chunkstore::Status::OK());
+                if (::fdatasync(fd) != 0) Die("fdatasync failed", chunkstore::Status::OK());
+                ::close(fd);
+                const double ms = t.ms();
+                ::close(in);
+                ::unlink(out.c_str());
+                return ms;
+              });
+  }
   if (h.Wanted("read-hash-twice"))
     h.Measure("read-hash-twice",
               "read the cached file (64 KiB buffer) and update two SHA-256 states with every byte",

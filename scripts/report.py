@@ -192,14 +192,19 @@ def bounds_text(L, S_results, micro, H):
         f"and the chunker runs C = {fmt(C)} MiB/s (`micro`). With both",
         "cores busy and nothing else to do, ingest cannot beat",
         f"2 / (2/S + 1/C) = {fmt(ingest)} MiB/s = {ingest / H:.2f} × H, and a verified",
-        f"read cannot beat 2 × S = {fmt(read)} MiB/s = {read / H:.2f} × H.",
+        f"read cannot beat 2 × S = {fmt(read)} MiB/s = {read / H:.2f} × H."
+        + (f" A durable publish must also get every byte onto the disk, which takes new data at"
+           f" D = {fmt(L['write-file-durable']['mib_per_s'])} MiB/s (`write-file-durable`)."
+           if "write-file-durable" in L else ""),
         "",
         "| operation | ceiling on this machine | measured | share of the ceiling |",
         "|---|---:|---:|---:|",
     ]
+    disk = L.get("write-file-durable")
+    durable = min(ingest, disk["mib_per_s"]) if disk else ingest
     for name, label, bound in [("prepare-file", "prepare", ingest), ("publish-again", "publish again", ingest),
                                ("publish-one-byte-edit", "one-byte edit", ingest),
-                               ("publish-file", "publish, durable (plus the disk)", ingest),
+                               ("publish-file", "publish, durable (the lower of ingest and D)", durable),
                                ("read-verified", "verified read", read)]:
         r = L.get(name)
         if r:
