@@ -407,6 +407,12 @@ ratio ranges use the samples' min–max.
   payload. Compressible data costs more CPU per byte at publish.
 - The memory figures are a process's VmHWM; they include the binary, the
   C++ runtime, SQLite's page cache and the pipeline's chunk buffers.
+- Whole-process figures that write a large file (the restores of the
+  comparison) move with the kernel's cost of filling the page cache, which
+  on this virtual machine changes for minutes at a time, by up to a factor
+  of two in system time, for every binary alike; the min–max ranges show
+  it. `scripts/ab.sh` and the alternating rounds of `compare-peers.sh` keep
+  such comparisons inside one period.
 """
     with open(os.path.join(ROOT, "docs", "performance.md"), "w") as f:
         f.write(doc)
