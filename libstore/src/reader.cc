@@ -17,6 +17,7 @@ using namespace internal;
 // ---- cache ---------------------------------------------------------------
 
 ChunkCache::Bytes ChunkCache::Get(const Digest& id) {
+  if (budget_ == 0) return nullptr;  // a disabled cache holds nothing
   std::lock_guard<std::mutex> l(mu_);
   auto it = map_.find(id);
   if (it == map_.end()) return nullptr;
@@ -151,9 +152,9 @@ Result<std::shared_ptr<File>> Store::Impl::PackForRead(int64_t pack_id) {
 Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, const Digest& id,
                                                  const ChunkLocation& loc, bool keep) {
   if (ChunkCache::Bytes hit = cache.Get(id)) return hit;
-  const std::string where = " (pack #" + std::to_string(loc.pack_id) + ", offset " +
-                            std::to_string(loc.offset) + ")";
   auto corrupt = [&](const std::string& what) {
+    const std::string where = " (pack #" + std::to_string(loc.pack_id) + ", offset " +
+                              std::to_string(loc.offset) + ")";
     return Status::Corruption("object " + object_id + ": chunk " + id.Hex() + where + ": " + what,
                               object_id, id.Hex());
   };

@@ -44,7 +44,7 @@ class ChunkCache {
 
  private:
   std::mutex mu_;
-  size_t budget_;
+  const size_t budget_;
   size_t used_ = 0;
   std::list<std::pair<Digest, Bytes>> lru_;  // front = most recent
   std::unordered_map<Digest, std::list<std::pair<Digest, Bytes>>::iterator, DigestHash> map_;
