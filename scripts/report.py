@@ -409,9 +409,8 @@ ratio ranges use the samples' min–max.
   C++ runtime, SQLite's page cache and the pipeline's chunk buffers.
 - Whole-process figures that write a large file (the restores of the
   comparison) move with the kernel's cost of filling the page cache, which
-  on this virtual machine changes for minutes at a time, by up to a factor
-  of two in system time, for every binary alike; the min–max ranges show
-  it. `scripts/ab.sh` and the alternating rounds of `compare-peers.sh` keep
+  on this virtual machine changes for minutes at a time and for every
+  binary alike; the min–max ranges show it. `scripts/ab.sh` and the alternating rounds of `compare-peers.sh` keep
   such comparisons inside one period.
 """
     with open(os.path.join(ROOT, "docs", "performance.md"), "w") as f:
