@@ -123,8 +123,19 @@ start() {
   local osd_id
   osd_id=$(ceph "${c[@]}" osd create)
   ceph-osd "${c[@]}" -i "$osd_id" --mkfs >"$DIR/log/mkfs-osd.out" 2>&1
-  ceph-osd "${c[@]}" -i "$osd_id"
-  wait_for 60 "the OSD" bash -c "ceph ${c[*]} osd stat | grep -q '1 up'"
+  # Now and then a fresh OSD sends its first monitor command before it
+  # knows the cluster's fsid, is refused ("wrong fsid") and exits; a
+  # restart of the same OSD then comes up.
+  local attempt
+  for attempt in 1 2 3; do
+    if ceph-osd "${c[@]}" -i "$osd_id" &&
+       wait_for 60 "the OSD" bash -c "ceph ${c[*]} osd stat | grep -q '1 up'"; then
+      break
+    fi
+    [ "$attempt" = 3 ] && { log "the OSD did not come up after 3 starts"; return 1; }
+    log "the OSD did not come up (start $attempt of 3); starting it again"
+    end_process "$DIR/run/osd.$osd_id.pid" KILL || true
+  done
   radosgw "${c[@]}" -n client.rgw.test
   wait_for 90 "radosgw" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"
   radosgw-admin "${c[@]}" user create --uid=chunkstore-test --display-name="chunkstore tests" \
