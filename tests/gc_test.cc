@@ -35,6 +35,19 @@ class GcTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? r->id : "";
   }
+  // A store under dir_/sub with large chunks (64 KiB and more are looked
+  // up as they arrive, smaller ones only at commit) that held d as "a",
+  // now removed but not yet collected.
+  std::unique_ptr<Store> StoreWithRemoved(const std::string& sub, const std::vector<uint8_t>& d) {
+    Options o;
+    o.chunking.min_size = 64 << 10;
+    o.chunking.avg_size = 128 << 10;
+    o.chunking.max_size = 512 << 10;
+    auto store = *Store::Open(dir_ / sub, o);
+    EXPECT_TRUE(store->PublishBytes(d.data(), d.size(), "a").ok());
+    EXPECT_TRUE(store->RemoveName("a").ok());
+    return store;
+  }
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
 };
@@ -154,16 +167,8 @@ TEST_F(GcTest, APackDeletedByGcIsNeverConfusedWithALaterOne) {
 }
 
 TEST_F(GcTest, PublishReusingAChunkGcRemovedFailsInsteadOfDangling) {
-  // Chunks of 64 KiB and more are looked up as they arrive (smaller ones
-  // only at commit), so this store uses large chunks.
-  Options o;
-  o.chunking.min_size = 64 << 10;
-  o.chunking.avg_size = 128 << 10;
-  o.chunking.max_size = 512 << 10;
-  auto store = *Store::Open(dir_ / "big", o);
   const auto d = RandomBytes(1 << 20, 3);
-  ASSERT_TRUE(store->PublishBytes(d.data(), d.size(), "a").ok());
-  ASSERT_TRUE(store->RemoveName("a").ok());
+  auto store = StoreWithRemoved("big", d);
   // The batch sees d's chunks as present...
   auto batch = store->NewBatch();
   auto added = batch->AddBytes(d.data(), d.size(), "again");
@@ -186,14 +191,8 @@ TEST_F(GcTest, AGcThroughTheSameHandleIsSeenByAnOpenBatch) {
   // Commits by other connections show in SQLite's data version; a gc on
   // the publisher's own connection does not, and must still force the
   // re-check of reused chunks.
-  Options o;
-  o.chunking.min_size = 64 << 10;
-  o.chunking.avg_size = 128 << 10;
-  o.chunking.max_size = 512 << 10;
-  auto store = *Store::Open(dir_ / "same", o);
   const auto d = RandomBytes(1 << 20, 13);
-  ASSERT_TRUE(store->PublishBytes(d.data(), d.size(), "a").ok());
-  ASSERT_TRUE(store->RemoveName("a").ok());
+  auto store = StoreWithRemoved("same", d);
   auto batch = store->NewBatch();
   auto added = batch->AddBytes(d.data(), d.size(), "again");
   ASSERT_TRUE(added.ok());

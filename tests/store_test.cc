@@ -3,10 +3,12 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "chunkstore/env.h"
 #include "digest.h"
 #include "test_util.h"
 
@@ -118,30 +120,75 @@ TEST_P(StoreTest, SeeksAndEarlyCloseDuringReadAhead) {
       }
     }
   }  // each reader closes with read-ahead still in flight
-  // With chunks of a default size each task takes about a millisecond: a
-  // backward seek drops four tasks still running, and the reader closes at
-  // once.
-  Options big;
-  big.threads = 2;
-  big.cache_bytes = 0;
-  auto store2 = Open(big);
-  const auto large = RandomBytes(12 << 20, 79);
-  auto r2 = store2->PublishBytes(large.data(), large.size());
-  ASSERT_TRUE(r2.ok());
-  auto chunks = store2->Chunks(r2->id);
+}
+
+// Reads of exactly `slow_len` bytes (one chosen chunk's record) take
+// 200 ms; everything else is the wrapped Env.
+class SlowChunkEnv : public EnvWrapper {
+ public:
+  explicit SlowChunkEnv(Env* target) : EnvWrapper(target) {}
+  Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) override {
+    auto f = target()->OpenFile(path, mode);
+    if (!f.ok()) return f;
+    return std::unique_ptr<File>(new Slow(std::move(*f), &slow_len));
+  }
+  std::atomic<size_t> slow_len{0};
+
+ private:
+  class Slow : public File {
+   public:
+    Slow(std::unique_ptr<File> f, const std::atomic<size_t>* len) : f_(std::move(f)), len_(len) {}
+    Status Append(const void* d, size_t n) override { return f_->Append(d, n); }
+    Status ReadAt(uint64_t off, size_t n, void* buf, size_t* got) const override {
+      if (n == len_->load()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      return f_->ReadAt(off, n, buf, got);
+    }
+    Status Sync() override { return f_->Sync(); }
+    void StartWriteBack() override { f_->StartWriteBack(); }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+    Result<uint64_t> Size() const override { return f_->Size(); }
+
+   private:
+    std::unique_ptr<File> f_;
+    const std::atomic<size_t>* len_;
+  };
+};
+
+TEST(ReadAhead, ABackwardSeekWaitsForTheTasksItDrops) {
+  // Read chunk 0 (chunks 1-4 go ahead), seek into chunk 2 (3-6 ahead),
+  // seek back to 0: the reader drops 3-6 and sends 1-4 again. Chunk 6 is
+  // slow, so one worker is still fetching it for this reader when the
+  // other has finished 1-4; without the wait at the drop, closing the
+  // reader frees it under that fetch (ASan and TSan report it).
+  TempDir dir;
+  SlowChunkEnv env(Env::Posix());
+  Options o = SmallChunks();
+  o.env = &env;
+  o.threads = 2;
+  o.cache_bytes = 0;
+  auto store = *Store::Open(dir / "s", o);
+  const auto data = RandomBytes(400000, 80);
+  auto r = store->PublishBytes(data.data(), data.size());
+  ASSERT_TRUE(r.ok());
+  auto chunks = store->Chunks(r->id);
   ASSERT_TRUE(chunks.ok());
-  ASSERT_GE(chunks->size(), 7u);
-  for (int round = 0; round < 5; ++round) {
-    auto reader = store2->OpenReader(r2->id);
+  ASSERT_GE(chunks->size(), 8u);
+  // A small record is read in one piece: header (64 bytes) and payload.
+  for (size_t k = 0; k < 6; ++k) ASSERT_NE((*chunks)[k].length, (*chunks)[6].length) << k;
+  env.slow_len = 64 + (*chunks)[6].length;
+  std::vector<uint8_t> buf(100);
+  {
+    auto reader = store->OpenReader(r->id);
     ASSERT_TRUE(reader.ok());
     for (size_t chunk : {size_t{0}, size_t{2}, size_t{0}}) {
       const uint64_t at = (*chunks)[chunk].offset + 10;
       ASSERT_TRUE((*reader)->Seek(at).ok());
       auto n = (*reader)->Read(buf.data(), buf.size());
       ASSERT_TRUE(n.ok()) << n.status().ToString();
-      ASSERT_TRUE(std::equal(buf.begin(), buf.begin() + *n, large.begin() + at));
+      ASSERT_TRUE(std::equal(buf.begin(), buf.begin() + *n, data.begin() + at));
     }
-  }
+  }  // closes with chunk 6 still being fetched, unless the drop waited
+  env.slow_len = 0;
 }
 
 TEST_P(StoreTest, PullCallbackAndEmptyObject) {

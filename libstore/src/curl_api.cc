@@ -11,16 +11,15 @@ namespace chunkstore::internal {
 
 namespace {
 
+// Sets *out to the function `name`, or adds the name to *missing.
 template <typename Fn>
-bool Resolve(void* lib, const char* name, Fn* out, std::string* missing) {
-  void* sym = dlsym(lib, name);
-  if (sym == nullptr) {
-    if (!missing->empty()) *missing += ", ";
-    *missing += name;
-    return false;
+void Resolve(void* lib, const char* name, Fn* out, std::string* missing) {
+  if (void* sym = dlsym(lib, name)) {
+    *out = reinterpret_cast<Fn>(sym);
+    return;
   }
-  *out = reinterpret_cast<Fn>(sym);
-  return true;
+  if (!missing->empty()) *missing += ", ";
+  *missing += name;
 }
 
 }  // namespace
