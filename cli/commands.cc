@@ -175,6 +175,10 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
     progress = std::make_unique<Progress>(has_stdin ? 0 : total);
     batch->SetProgress([p = progress.get()](uint64_t done) { p->Update(done); });
   }
+  std::vector<std::string> paths;
+  for (const Input& in : inputs)
+    if (in.path != "-") paths.push_back(in.path);
+  batch->Prefetch(std::move(paths));
   for (const Input& in : inputs) {
     auto r = in.path == "-" ? batch->AddStream(std::cin, in.name) : batch->AddFile(in.path, in.name);
     if (!r.ok()) {

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   std::sort(files.begin(), files.end());
 
   auto batch = (*store)->NewBatch();
+  // Optional: lets a helper thread read small files ahead of AddFile.
+  batch->Prefetch(std::vector<std::string>(files.begin(), files.end()));
   for (const fs::path& f : files) {
     const std::string name = std::string(argv[3]) + "/" + f.lexically_relative(argv[2]).generic_string();
     auto added = batch->AddFile(f.string(), name);

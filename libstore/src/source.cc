@@ -53,7 +53,8 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
     ::close(fd);
     return Status::InvalidArgument(path + " is not a regular file (publish it through stdin)");
   }
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  // Only worth a system call where there is something to stream ahead.
+  if (st.st_size > (1 << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   return std::unique_ptr<FileSource>(new FileSource(fd, path, StampOf(st)));
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "chunkstore/status.h"
 
@@ -28,15 +29,18 @@ class Source {
 
 class BytesSource final : public Source {
  public:
-  BytesSource(const void* data, size_t n) : data_(static_cast<const uint8_t*>(data)), n_(n) {}
+  // what: the name in error messages (a file read ahead is still a file).
+  BytesSource(const void* data, size_t n, std::string what = "byte buffer")
+      : data_(static_cast<const uint8_t*>(data)), n_(n), what_(std::move(what)) {}
   Result<size_t> Read(uint8_t* buf, size_t n) override;
   const uint8_t* Whole() const override { return data_; }
   std::optional<uint64_t> Size() const override { return n_; }
-  std::string Describe() const override { return "byte buffer"; }
+  std::string Describe() const override { return what_; }
 
  private:
   const uint8_t* data_;
   size_t n_;
+  std::string what_;
   size_t pos_ = 0;
 };
 

@@ -287,6 +287,14 @@ class Batch {
   Result<PublishResult> AddBytes(const void* data, size_t n, const std::string& name = {});
   Result<PublishResult> AddStream(std::istream& in, const std::string& name = {});
   Result<PublishResult> AddPrepared(const PreparedObject& prepared, const std::string& name = {});
+  // A hint that the next AddFile calls will be for these paths, in this
+  // order (publishing a directory, say). A helper thread then opens and
+  // reads files of up to 64 KiB ahead, at most 64 at a time, so the system
+  // calls of one overlap the hashing and indexing of those before it. An
+  // AddFile of a path other than the next one listed drops the rest of the
+  // hint. Results and errors are those of AddFile without the hint; a file
+  // read ahead is read a little before its AddFile call.
+  void Prefetch(std::vector<std::string> paths);
   // Called with the total input bytes read so far, from the publishing
   // thread, at most every few hundred KiB. Set before Add*.
   void SetProgress(std::function<void(uint64_t bytes)> progress);
