@@ -10,6 +10,7 @@
 
 #include "chunkstore/env.h"
 #include "digest.h"
+#include "store_impl.h"
 #include "test_util.h"
 
 namespace chunkstore {
@@ -616,6 +617,37 @@ TEST(Corruption, ManifestNamingAnUnindexedChunkFailsAtOpen) {
   auto r = s->OpenReader(id);
   ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
   EXPECT_NE(r.status().message().find("not in the index"), std::string::npos);
+}
+
+
+// Chunk buffers are recycled: a multi-MiB allocation costs page faults on
+// first touch, so a released buffer must serve the next chunk that fits it.
+TEST(BufferPool, ReusesTheSmallestFreeBufferThatFitsAndGrowsTheLargestOtherwise) {
+  chunkstore::internal::BufferPool pool;
+  const uint8_t* big_data;
+  const uint8_t* small_data;
+  {
+    auto small = pool.Get(1 << 20);
+    auto big = pool.Get(3 << 20);
+    EXPECT_EQ(small->size(), size_t{1} << 20);
+    EXPECT_EQ(big->size(), size_t{3} << 20);
+    small_data = small->data();
+    big_data = big->data();
+  }  // both back in the pool
+  {
+    auto b = pool.Get((2 << 20) + 5);  // only the 3 MiB one fits
+    EXPECT_EQ(b->data(), big_data);
+    EXPECT_EQ(b->size(), size_t{(2 << 20) + 5});
+    auto c = pool.Get(4096);  // the 1 MiB one is all that is left
+    EXPECT_EQ(c->data(), small_data);
+  }
+  {
+    auto a = pool.Get(512 << 10);  // both fit: the smaller one
+    EXPECT_EQ(a->data(), small_data);
+    auto grown = pool.Get((3 << 20) + 1);  // none fits: grows, in whole MiB
+    EXPECT_EQ(grown->size(), size_t{(3 << 20) + 1});
+    EXPECT_EQ(grown->capacity(), size_t{4} << 20);
+  }
 }
 
 }  // namespace

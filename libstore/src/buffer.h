@@ -16,11 +16,14 @@ class Buffer {
   uint8_t* data() { return bytes_.get(); }
   const uint8_t* data() const { return bytes_.get(); }
   size_t size() const { return size_; }
-  // Contents are not preserved when the buffer grows.
-  void Resize(size_t n) {
+  size_t capacity() const { return capacity_; }
+  // Contents are not preserved when the buffer grows. `reserve` asks for
+  // room beyond n, so that later, slightly larger sizes fit too.
+  void Resize(size_t n, size_t reserve = 0) {
     if (n > capacity_) {
-      bytes_.reset(new uint8_t[n]);
-      capacity_ = n;
+      const size_t want = reserve > n ? reserve : n;
+      bytes_.reset(new uint8_t[want]);
+      capacity_ = want;
     }
     size_ = n;
   }

@@ -46,14 +46,30 @@ void ChunkCache::Put(const Digest& id, Bytes bytes) {
 std::shared_ptr<Buffer> BufferPool::Get(size_t n) {
   std::unique_ptr<Buffer> b;
   {
+    // Chunk sizes vary around the average: the smallest free buffer that
+    // fits, else the largest (grown), so buffers settle at sizes that fit
+    // most chunks instead of being reallocated, and faulted in, again.
     std::lock_guard<std::mutex> l(mu_);
-    if (!free_.empty()) {
-      b = std::move(free_.back());
-      free_.pop_back();
+    size_t pick = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      const size_t cap = free_[i]->capacity();
+      if (pick == free_.size()) {
+        pick = i;
+        continue;
+      }
+      const size_t best = free_[pick]->capacity();
+      const bool fits = cap >= n, best_fits = best >= n;
+      if ((fits && (!best_fits || cap < best)) || (!fits && !best_fits && cap > best)) pick = i;
+    }
+    if (pick != free_.size()) {
+      b = std::move(free_[pick]);
+      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(pick));
     }
   }
   if (!b) b = std::make_unique<Buffer>();
-  b->Resize(n);
+  // Large ones grow in whole MiB: a chunk a little larger than the last
+  // still fits.
+  b->Resize(n, n < (64u << 10) ? n : (n + (1u << 20) - 1) & ~size_t{(1u << 20) - 1});
   return std::shared_ptr<Buffer>(b.release(), [this](Buffer* p) { Put(p); });
 }
 
