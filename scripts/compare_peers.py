@@ -33,9 +33,9 @@ def run(cmd, cwd=None):
 def recycle_pages(where, mib):
     """Writes and deletes a file of the restore's size, untimed. On this
     virtual machine, page-cache pages the kernel has not used for a while
-    cost up to four times the system time to fill as pages it has just
-    freed, and which kind a restore gets depends on what ran before it;
-    this gives every tool's restore the same start."""
+    cost several times the system time to fill as pages it has just freed,
+    and which kind a restore gets depends on what ran before it; this gives
+    every tool's restore the same start."""
     scratch = os.path.join(where, "recycle.bin")
     block = b"\0" * (1 << 20)
     with open(scratch, "wb") as f:

@@ -242,9 +242,14 @@ def bounds_text(L, S_results, micro, H):
             f"So the ingest targets of 0.85–0.9 × H ask for {100 * lo:.0f}–{100 * hi:.0f} % of what",
             "two passes of SHA-256 plus one of the chunker allow on two cores at this",
             "clock, with nothing left for reading the input, copying, queueing or",
-            "the index; the remaining gap is that overhead. The",
-            "chunker target of 2.5 GiB/s would need under 0.8 cycles a byte at",
-            "2.1 GHz, where the reference algorithm's loop takes about one. A cold",
+            "the index; the remaining gap is that overhead; the durable-publish",
+            "target likewise asks for "
+            + (f"{100 * 0.75 * H / durable:.0f} %" if W and D else "all")
+            + " of its ceiling. The chunker target of",
+            f"2,560 MiB/s is {2560 / C:.2f} × the rate measured for the reference algorithm's",
+            "loop, which already rolls two bytes a step with one shift (the 2020",
+            "paper's form); an unrolled variant off the critical path and an",
+            "x86-64-v3 build measured no faster (docs/design.md). A cold",
             "32 KiB range read must verify the whole chunk around it: with 1 MiB",
             f"average chunks that alone is 1 MiB / S = {1000 / S:.2f} ms, above the",
             "0.8 ms target; smaller chunks (`init --avg`) trade dedupe granularity",
@@ -440,11 +445,14 @@ ratio ranges use the samples' min–max.
   payload. Compressible data costs more CPU per byte at publish.
 - The memory figures are a process's VmHWM; they include the binary, the
   C++ runtime, SQLite's page cache and the pipeline's chunk buffers.
-- Whole-process figures that write a large file (the restores of the
-  comparison) move with the kernel's cost of filling the page cache, which
-  on this virtual machine changes for minutes at a time and for every
-  binary alike; the min–max ranges show it. `scripts/ab.sh` and the alternating rounds of `compare-peers.sh` keep
-  such comparisons inside one period.
+- Writing a large file costs the kernel several times more system time
+  on this virtual machine when its page-cache pages have not been used for
+  a while than when they were just freed, for every binary alike. Which
+  kind a command gets depends on what ran before it, so `compare-peers.sh` writes and deletes
+  an untimed file of the restore's size before every tool's restore, and
+  syncs before every timed command; the benchmark's publishes reuse the
+  pages of the store they replace. `scripts/ab.sh` and the alternating
+  rounds of `compare-peers.sh` keep comparisons inside one period.
 """
     with open(os.path.join(ROOT, "docs", "performance.md"), "w") as f:
         f.write(doc)
