@@ -19,7 +19,7 @@ def main(exe, out_path):
     cases = []
 
     def run(label, args, stdin=None, expect=None):
-        p = subprocess.run([exe, "--store", store] + args, input=stdin, capture_output=True)
+        p = subprocess.run([exe, "--store", store] + args, input=stdin, capture_output=True, timeout=60)
         err = p.stderr.decode(errors="replace").strip().splitlines()
         cases.append({"input": label, "command": "chunkstore " + " ".join(a.replace(work, "$W") for a in args),
                       "exit": p.returncode, "message": (err[0] if err else "").replace(work, "$W"),
@@ -37,6 +37,9 @@ def main(exe, out_path):
     run("missing file", ["publish", os.path.join(work, "missing")], expect=1)
     run("a directory with no files", ["publish", tempfile.mkdtemp(dir=work)], expect=1)
     run("special file", ["publish", "/dev/null"], expect=1)
+    fifo = os.path.join(work, "fifo")
+    os.mkfifo(fifo)
+    run("named pipe nobody writes to", ["publish", fifo], expect=1)
     run("empty file", ["publish", write("empty", b"")], expect=0)
     run("stdin closed at once", ["publish", "-"], stdin=b"", expect=0)
     run("name with a control character", ["publish", "--name", "bad\x01name", keep], expect=2)

@@ -33,7 +33,10 @@ FileStamp StampOf(const struct stat& st) {
 }  // namespace
 
 Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer only to be
+  // refused below (a batch reading files ahead could not even be dropped
+  // meanwhile). It changes nothing for regular files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return Status::NotFound("no such file: " + path);
