@@ -260,6 +260,57 @@ TEST_P(StoreTest, RangeReadsAtAndAcrossEveryChunkBoundary) {
   EXPECT_TRUE((*reader)->Seek(data.size() + 1).IsInvalidArgument());
 }
 
+// ReadView hands out the reader's own verified chunk bytes: each view is
+// the rest of one chunk at most, the cursor moves past it, and mixed with
+// Read, Seek and ReadAt it walks the object exactly as Read does.
+TEST_P(StoreTest, ReadViewsWalkTheObjectChunkByChunk) {
+  auto store = Open();
+  const auto data = RandomBytes(150000, 12);
+  auto r = store->PublishBytes(data.data(), data.size());
+  ASSERT_TRUE(r.ok());
+  auto chunks = store->Chunks(r->id);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_GT(chunks->size(), 5u);
+  for (size_t limit : {size_t{1000}, SIZE_MAX}) {
+    auto reader = store->OpenReader(r->id);
+    ASSERT_TRUE(reader.ok());
+    std::vector<uint8_t> got;
+    for (;;) {
+      const uint64_t at = (*reader)->Tell();
+      auto v = (*reader)->ReadView(limit);
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      if (v->size == 0) break;
+      EXPECT_LE(v->size, limit);
+      // Never past the end of the chunk holding the cursor.
+      for (const auto& c : *chunks) {
+        if (at >= c.offset && at < c.offset + c.length) {
+          EXPECT_LE(at + v->size, c.offset + c.length);
+        }
+      }
+      got.insert(got.end(), v->data, v->data + v->size);
+      EXPECT_EQ((*reader)->Tell(), at + v->size);
+    }
+    EXPECT_EQ(got, data);
+  }
+  auto reader = std::move(*store->OpenReader(r->id));
+  std::vector<uint8_t> buf(7000);
+  ASSERT_TRUE(reader->Seek((*chunks)[2].offset + 3).ok());
+  auto v = reader->ReadView(10);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->size, 10u);
+  EXPECT_TRUE(std::equal(v->data, v->data + 10, data.begin() + (*chunks)[2].offset + 3));
+  ASSERT_EQ(*reader->Read(buf.data(), buf.size()), buf.size());  // across chunks
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin() + (*chunks)[2].offset + 13));
+  ASSERT_EQ(*reader->ReadAt(0, buf.data(), 100), 100u);  // elsewhere: cursor stays
+  v = reader->ReadView(5);
+  ASSERT_TRUE(v.ok());
+  const size_t at = (*chunks)[2].offset + 13 + buf.size();
+  EXPECT_TRUE(std::equal(v->data, v->data + v->size, data.begin() + at));
+  EXPECT_EQ(reader->ReadView(0)->size, 0u);
+  ASSERT_TRUE(reader->Seek(data.size()).ok());
+  EXPECT_EQ(reader->ReadView(100)->size, 0u);
+}
+
 TEST_P(StoreTest, RepublishAddsNoBytes) {
   auto store = Open();
   const auto data = RandomBytes(300000, 3);
@@ -529,6 +580,46 @@ TEST(Corruption, FlippedPayloadByteIsReportedWithObjectAndChunk) {
   auto later = (*reader)->ReadAt(chunks[2].offset, buf.data(), buf.size());
   ASSERT_TRUE(later.ok());
   EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin() + chunks[2].offset));
+}
+
+TEST(Corruption, ReadViewHandsOutIntactChunksThenNamesTheDamagedOne) {
+  TempDir dir;
+  const auto data = RandomBytes(100000, 5);
+  std::string id;
+  {
+    auto s = *Store::Open(dir / "s", SmallChunks());
+    id = s->PublishBytes(data.data(), data.size())->id;
+  }
+  auto s = *Store::Open(dir / "s");
+  auto chunks = *s->Chunks(id);
+  ASSERT_GT(chunks.size(), 3u);
+  std::vector<uint8_t> whole = ReadObject(*s, id).value();
+  ASSERT_EQ(whole, data);
+  s.reset();
+  // Records follow one another from offset 16, each a 64-byte header and
+  // the (raw: random data does not compress) chunk; damage the third.
+  uint64_t record = 16;
+  for (int k = 0; k < 2; ++k) record += 64 + chunks[k].length;
+  FlipPackByte(dir / "s", record + 64 + 7);
+  s = *Store::Open(dir / "s");
+  auto reader = std::move(*s->OpenReader(id));
+  std::vector<uint8_t> got;
+  Status failure;
+  for (;;) {
+    auto v = reader->ReadView(SIZE_MAX);
+    if (!v.ok()) {
+      failure = v.status();
+      break;
+    }
+    if (v->size == 0) break;
+    got.insert(got.end(), v->data, v->data + v->size);
+  }
+  ASSERT_TRUE(failure.IsCorruption()) << failure.ToString();
+  EXPECT_EQ(failure.object_id(), id);
+  EXPECT_EQ(failure.chunk_id(), chunks[2].id);
+  // Exactly the two intact chunks before it, and no byte of the third.
+  ASSERT_EQ(got.size(), chunks[2].offset);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin()));
 }
 
 TEST(Corruption, DamagedRecordHeaderAndMissingPack) {

@@ -244,6 +244,16 @@ class ObjectReader final : public Reader {
     return Copy(offset, buf, n, false);
   }
 
+  Result<ByteView> ReadView(size_t n) override {
+    if (pos_ >= size_ || n == 0) return ByteView{};
+    const size_t i = ChunkAt(pos_);
+    CHUNKSTORE_RETURN_IF_ERROR(Enter(i, true));
+    const size_t within = static_cast<size_t>(pos_ - starts_[i]);
+    const size_t take = std::min(n, cur_->size() - within);
+    pos_ += take;
+    return ByteView{cur_->data() + within, take};
+  }
+
  private:
   using Bytes = ChunkCache::Bytes;
 
@@ -298,6 +308,21 @@ class ObjectReader final : public Reader {
     return r;
   }
 
+  // The chunk holding byte `at` (< size_).
+  size_t ChunkAt(uint64_t at) const {
+    return static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin() - 1);
+  }
+
+  // Makes chunk i the current one, verified.
+  Status Enter(size_t i, bool sequential) {
+    if (i == cur_index_) return Status::OK();
+    Result<Bytes> b = sequential && entries_.size() > 1 ? FetchSequential(i) : Fetch(i);
+    if (!b.ok()) return b.status();
+    cur_ = std::move(*b);
+    cur_index_ = i;
+    return Status::OK();
+  }
+
   Result<size_t> Copy(uint64_t offset, void* buf, size_t n, bool sequential) {
     if (offset >= size_ || n == 0) return size_t{0};
     n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
@@ -305,16 +330,11 @@ class ObjectReader final : public Reader {
     size_t done = 0;
     while (done < n) {
       const uint64_t at = offset + done;
-      const size_t i = static_cast<size_t>(
-          std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin() - 1);
-      if (i != cur_index_) {
-        Result<Bytes> b = sequential && entries_.size() > 1 ? FetchSequential(i) : Fetch(i);
-        // Bytes already verified are handed out; the failure comes back on
-        // the next call, which starts at the damaged chunk.
-        if (!b.ok()) return done > 0 ? Result<size_t>(done) : Result<size_t>(b.status());
-        cur_ = std::move(*b);
-        cur_index_ = i;
-      }
+      const size_t i = ChunkAt(at);
+      Status entered = Enter(i, sequential);
+      // Bytes already verified are handed out; the failure comes back on
+      // the next call, which starts at the damaged chunk.
+      if (!entered.ok()) return done > 0 ? Result<size_t>(done) : Result<size_t>(entered);
       const size_t within = static_cast<size_t>(at - starts_[i]);
       const size_t take = std::min(n - done, cur_->size() - within);
       std::memcpy(out + done, cur_->data() + within, take);

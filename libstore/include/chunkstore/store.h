@@ -154,6 +154,12 @@ class PreparedObject {
 };
 
 // A verified read cursor over one object.
+// Bytes owned by someone else (see Reader::ReadView).
+struct ByteView {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
 class Reader {
  public:
   virtual ~Reader() = default;
@@ -161,6 +167,11 @@ class Reader {
   virtual uint64_t size() const = 0;
   // Reads up to n bytes at the cursor and advances it; 0 at the end.
   virtual Result<size_t> Read(void* buf, size_t n) = 0;
+  // Read without the copy: a view of up to n verified bytes at the cursor,
+  // never past the end of the chunk holding the cursor, and the cursor
+  // moves past them; an empty view at the end. The bytes stay valid until
+  // the next call on this reader. Errors as for Read.
+  virtual Result<ByteView> ReadView(size_t n) = 0;
   // Reads up to n bytes at offset without moving the cursor. Offsets at or
   // past the end read 0 bytes; a range that runs past the end is clipped.
   virtual Result<size_t> ReadAt(uint64_t offset, void* buf, size_t n) = 0;
