@@ -43,6 +43,10 @@ class FaultyBlobStore final : public BlobStore {
     broken_ = false;
   }
   int mutations() const { return mutations_; }
+  // Makes every pack upload take at least `ms` and records how many ran
+  // at once.
+  void SlowPackUploads(int ms) { pack_upload_ms_ = ms; }
+  int most_pack_uploads_at_once() const { return most_at_once_; }
 
   Status Put(const std::string& key, const void* data, size_t n) override {
     CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
@@ -50,7 +54,14 @@ class FaultyBlobStore final : public BlobStore {
   }
   Status PutFile(const std::string& key, const File& file, uint64_t size) override {
     CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
-    return t_->PutFile(key, file, size);
+    if (key.rfind("packs/", 0) != 0 || pack_upload_ms_ == 0) return t_->PutFile(key, file, size);
+    const int now = ++pack_uploads_;
+    for (int seen = most_at_once_; now > seen && !most_at_once_.compare_exchange_weak(seen, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(pack_upload_ms_));
+    Status s = t_->PutFile(key, file, size);
+    --pack_uploads_;
+    return s;
   }
   Status GetRange(const std::string& key, uint64_t offset, size_t n, void* buf, size_t* got) override {
     return t_->GetRange(key, offset, n, buf, got);
@@ -82,6 +93,7 @@ class FaultyBlobStore final : public BlobStore {
   int countdown_ = -1;
   bool broken_ = false;
   int mutations_ = 0;
+  std::atomic<int> pack_upload_ms_{0}, pack_uploads_{0}, most_at_once_{0};
 };
 
 enum class Backend { kMemory, kDirectory, kS3 };
@@ -180,6 +192,22 @@ TEST_P(BucketTest, TheBlobStoreKeepsItsContract) {
   EXPECT_EQ(partial->size(), 2u);
   ASSERT_TRUE(b.Delete("x/a/1").ok());
   EXPECT_EQ(b.List("x/")->size(), 2u);
+}
+
+// Packs are uploaded beside ingest, but at most three at once (each holds
+// a staged pack file until its upload ends).
+TEST_P(BucketTest, PackUploadsOverlapButNeverMoreThanThreeRunAtOnce) {
+  auto store = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(store);
+  faulty_->SlowPackUploads(40);
+  const auto data = RandomBytes(3 << 20, 9);
+  auto pub = store->PublishBytes(data.data(), data.size(), "big");
+  ASSERT_TRUE(pub.ok()) << pub.status().ToString();
+  EXPECT_GE(CountBlobs("packs/"), 8u);
+  EXPECT_EQ(faulty_->most_pack_uploads_at_once(), 3);
+  auto back = ReadObject(*store, "big");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, data);
 }
 
 TEST_P(BucketTest, PublishReadAndRangeReadsRoundTrip) {
