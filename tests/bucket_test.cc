@@ -210,6 +210,35 @@ TEST_P(BucketTest, PackUploadsOverlapButNeverMoreThanThreeRunAtOnce) {
   EXPECT_EQ(*back, data);
 }
 
+// Blobs above 16 MiB go to S3 as multipart uploads (three parts here, the
+// last short); whatever the backend, the blob reads back whole, across the
+// part boundaries, and only the first `size` bytes of the file are sent.
+TEST_P(BucketTest, ABlobOfSeveralUploadPartsIsStoredWhole) {
+  auto env = Env::NewMemory();
+  auto file = env->OpenFile("staged", OpenMode::kCreateNew);
+  ASSERT_TRUE(file.ok());
+  const uint64_t part = 16ull << 20, size = 2 * part + (8 << 20) + 123;
+  const auto data = RandomBytes(static_cast<size_t>(size) + 1000, 21);
+  ASSERT_TRUE((*file)->Append(data.data(), data.size()).ok());
+  ASSERT_TRUE(backend_->PutFile("x/big", **file, size).ok());
+  EXPECT_EQ(*backend_->Size("x/big"), size);
+  std::vector<uint8_t> buf(64);
+  for (uint64_t at : {uint64_t{0}, part - 32, 2 * part - 32, size - 64}) {
+    size_t got = 0;
+    ASSERT_TRUE(backend_->GetRange("x/big", at, buf.size(), buf.data(), &got).ok());
+    ASSERT_EQ(got, buf.size());
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin() + static_cast<std::ptrdiff_t>(at))) << at;
+  }
+  size_t got = 0;
+  ASSERT_TRUE(backend_->GetRange("x/big", size - 10, 64, buf.data(), &got).ok());
+  EXPECT_EQ(got, 10u);  // ends at size, not at the file's end
+  auto whole = backend_->Get("x/big");
+  ASSERT_TRUE(whole.ok());
+  ASSERT_EQ(whole->size(), size);
+  EXPECT_TRUE(std::equal(whole->begin(), whole->end(), reinterpret_cast<const char*>(data.data())));
+  EXPECT_TRUE(backend_->Delete("x/big").ok());
+}
+
 TEST_P(BucketTest, PublishReadAndRangeReadsRoundTrip) {
   auto store = OpenMachine(dir_ / "a");
   ASSERT_TRUE(store);
