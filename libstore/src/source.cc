@@ -35,7 +35,7 @@ FileStamp StampOf(const struct stat& st) {
 Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer only to be
   // refused below (a batch reading files ahead could not even be dropped
-  // meanwhile). It changes nothing for regular files.
+  // meanwhile).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
@@ -56,6 +56,9 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
     ::close(fd);
     return Status::InvalidArgument(path + " is not a regular file (publish it through stdin)");
   }
+  // Back to blocking reads: O_NONBLOCK was for the open alone, and some
+  // file systems (FUSE) pass it on to reads.
+  ::fcntl(fd, F_SETFL, 0);
   // Only worth a system call where there is something to stream ahead.
   if (st.st_size > (1 << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   return std::unique_ptr<FileSource>(new FileSource(fd, path, StampOf(st)));
