@@ -75,53 +75,38 @@ void RunFileAndHashControls(Harness& h, const Workload& w) {
                 ::close(fd);
                 return ms;
               });
-  if (h.Wanted("write-file-durable")) {
-    // What the disk allows a durable publish: the payload written once to a
-    // new file beside the scratch stores, then made durable.
-    const std::string out = w.dir + "/write-file-durable.bin";
+  // The payload written once to a new file beside the scratch stores, in
+  // 1 MiB pieces: with fdatasync, what the disk allows a durable publish
+  // (D); without, what taking new data into the page cache costs the
+  // writing thread (W), which a durable publish pays beside the hashing.
+  auto measure_write = [&](const std::string& name, const std::string& what, bool sync) {
+    if (!h.Wanted(name)) return;
+    const std::string out = w.dir + "/" + name + ".bin";
     std::vector<uint8_t> piece(1 << 20);
-    h.Measure("write-file-durable",
-              "write the cached payload to a new file in 1 MiB pieces and fdatasync it (the "
-              "disk's durable write rate, D)",
-              Unit::kMiBps, w.size, [&] {
-                const int in = ::open(w.payload_path.c_str(), O_RDONLY);
-                Timer t;
-                const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-                if (in < 0 || fd < 0) Die("cannot open " + out, chunkstore::Status::OK());
-                ssize_t n;
-                while ((n = ::read(in, piece.data(), piece.size())) > 0)
-                  if (::write(fd, piece.data(), static_cast<size_t>(n)) != n) Die("short write", chunkstore::Status::OK());
-                if (::fdatasync(fd) != 0) Die("fdatasync failed", chunkstore::Status::OK());
-                ::close(fd);
-                const double ms = t.ms();
-                ::close(in);
-                ::unlink(out.c_str());
-                return ms;
-              });
-  }
-  if (h.Wanted("write-file-cached")) {
-    // What taking new data into the page cache costs the writing thread (a
-    // durable publish pays it for every new byte, beside the hashing).
-    const std::string out = w.dir + "/write-file-cached.bin";
-    std::vector<uint8_t> piece(1 << 20);
-    h.Measure("write-file-cached",
-              "write the cached payload to a new file in 1 MiB pieces, no sync (the system time of "
-              "taking new data into the page cache, W)",
-              Unit::kMiBps, w.size, [&] {
-                const int in = ::open(w.payload_path.c_str(), O_RDONLY);
-                Timer t;
-                const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-                if (in < 0 || fd < 0) Die("cannot open " + out, chunkstore::Status::OK());
-                ssize_t n;
-                while ((n = ::read(in, piece.data(), piece.size())) > 0)
-                  if (::write(fd, piece.data(), static_cast<size_t>(n)) != n) Die("short write", chunkstore::Status::OK());
-                ::close(fd);
-                const double ms = t.ms();
-                ::close(in);
-                ::unlink(out.c_str());
-                return ms;
-              });
-  }
+    h.Measure(name, what, Unit::kMiBps, w.size, [&] {
+      const int in = ::open(w.payload_path.c_str(), O_RDONLY);
+      Timer t;
+      const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (in < 0 || fd < 0) Die("cannot open " + out, chunkstore::Status::OK());
+      ssize_t n;
+      while ((n = ::read(in, piece.data(), piece.size())) > 0)
+        if (::write(fd, piece.data(), static_cast<size_t>(n)) != n) Die("short write", chunkstore::Status::OK());
+      if (sync && ::fdatasync(fd) != 0) Die("fdatasync failed", chunkstore::Status::OK());
+      ::close(fd);
+      const double ms = t.ms();
+      ::close(in);
+      ::unlink(out.c_str());
+      return ms;
+    });
+  };
+  measure_write("write-file-durable",
+                "write the cached payload to a new file in 1 MiB pieces and fdatasync it (the "
+                "disk's durable write rate, D)",
+                true);
+  measure_write("write-file-cached",
+                "write the cached payload to a new file in 1 MiB pieces, no sync (the system time of "
+                "taking new data into the page cache, W)",
+                false);
   if (h.Wanted("read-hash-twice"))
     h.Measure("read-hash-twice",
               "read the cached file (64 KiB buffer) and update two SHA-256 states with every byte",

@@ -27,6 +27,17 @@ std::vector<std::string> MakeFiles(const TempDir& dir, int count) {
   return paths;
 }
 
+// Each listed index i of `paths` reads back, by the name "n/i", as the
+// file's bytes.
+void ExpectNamesReadBack(Store& store, const std::vector<std::string>& paths,
+                         const std::vector<size_t>& indices) {
+  for (size_t i : indices) {
+    auto bytes = ReadObject(store, "n/" + std::to_string(i));
+    ASSERT_TRUE(bytes.ok()) << i << ": " << bytes.status().ToString();
+    EXPECT_EQ(*bytes, ReadFile(paths[i])) << paths[i];
+  }
+}
+
 struct Added {
   std::vector<std::string> ids;
   std::vector<std::string> errors;  // "" where the add succeeded
@@ -59,11 +70,9 @@ TEST(Prefetch, ManyFilesPublishExactlyAsWithoutTheHint) {
   EXPECT_EQ(plain.errors, hinted.errors);
   auto store = Store::Open(dir / "hinted");
   ASSERT_TRUE(store.ok());
-  for (size_t i = 0; i < paths.size(); ++i) {
-    auto bytes = ReadObject(**store, "n/" + std::to_string(i));
-    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-    EXPECT_EQ(*bytes, ReadFile(paths[i])) << paths[i];
-  }
+  std::vector<size_t> all(paths.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  ExpectNamesReadBack(**store, paths, all);
 }
 
 TEST(Prefetch, BadInputsFailAsWithoutTheHintAndSpoilNothing) {
@@ -92,11 +101,7 @@ TEST(Prefetch, BadInputsFailAsWithoutTheHintAndSpoilNothing) {
   // The good files around the bad ones were committed.
   auto store = Store::Open(dir / "hinted");
   ASSERT_TRUE(store.ok());
-  for (size_t i : {size_t{0}, size_t{2}, size_t{4}, paths.size() - 4, paths.size() - 1}) {
-    auto bytes = ReadObject(**store, "n/" + std::to_string(i));
-    ASSERT_TRUE(bytes.ok()) << i << ": " << bytes.status().ToString();
-    EXPECT_EQ(*bytes, ReadFile(paths[i]));
-  }
+  ExpectNamesReadBack(**store, paths, {0, 2, 4, paths.size() - 4, paths.size() - 1});
 }
 
 TEST(Prefetch, AddingOutOfOrderDropsTheHintAndStillReadsEachFile) {
@@ -111,11 +116,7 @@ TEST(Prefetch, AddingOutOfOrderDropsTheHintAndStillReadsEachFile) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   ASSERT_TRUE(batch->Commit().ok());
-  for (int i = 0; i < 5; ++i) {
-    auto bytes = ReadObject(**store, "n/" + std::to_string(i));
-    ASSERT_TRUE(bytes.ok());
-    EXPECT_EQ(*bytes, ReadFile(paths[i]));
-  }
+  ExpectNamesReadBack(**store, paths, {0, 1, 2, 3, 4});
 }
 
 TEST(Prefetch, ABatchDroppedWhileReadingAheadLeavesNothingBehind) {
@@ -159,9 +160,12 @@ TEST(FilePrefetcher, EveryItemArrivesWholeAndInOrderAtAnyDepth) {
       if (want.size() <= 65536) {
         EXPECT_TRUE(item->read) << path;
         EXPECT_EQ(item->bytes, want) << path;
+        EXPECT_EQ(item->file, nullptr);
       } else {
-        EXPECT_FALSE(item->read) << path;  // left to be opened when added
+        EXPECT_FALSE(item->read) << path;  // left to the ingest pipeline
         EXPECT_TRUE(item->bytes.empty());
+        ASSERT_NE(item->file, nullptr);  // opened once, handed over open
+        EXPECT_EQ(*item->file->Size(), want.size());
       }
     }
     EXPECT_FALSE(p.Take(paths[0]).has_value());  // past the end

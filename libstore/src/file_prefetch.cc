@@ -5,7 +5,6 @@
 
 #include <utility>
 
-#include "source.h"
 
 namespace chunkstore::internal {
 
@@ -34,9 +33,11 @@ FilePrefetcher::Item FilePrefetcher::Fetch(const std::string& path) const {
     return item;
   }
   const uint64_t size = *(*file)->Size();
-  if (size > max_file_bytes_) return item;  // opened again when added
-  // One byte more than stat said, to see the end: a file that grew since
-  // is left to the ordinary path, which reads it to its end.
+  if (size > max_file_bytes_) {
+    item.file = std::move(*file);
+    return item;
+  }
+  // One byte more than stat said, to see the end of a file that grew.
   item.bytes.resize(static_cast<size_t>(size) + 1);
   size_t have = 0;
   while (have < item.bytes.size()) {
@@ -50,7 +51,7 @@ FilePrefetcher::Item FilePrefetcher::Fetch(const std::string& path) const {
     have += *r;
   }
   if (have > size) {
-    item.bytes.clear();
+    item.bytes.clear();  // the ordinary path reads it again, to its end
     return item;
   }
   item.bytes.resize(have);

@@ -4,8 +4,8 @@
 // and close as in hashing and indexing them. Given the list of files a
 // batch is about to add, a helper thread opens and reads the small ones
 // ahead, in list order, so one file's system calls overlap the publishing
-// of the files before it. Files above a size limit are only opened when
-// added (they go through the ingest pipeline, which reads in large pieces).
+// of the files before it. Files above a size limit are only opened ahead
+// and handed over open (the ingest pipeline reads them in large pieces).
 //
 // Thread safety: one consumer thread calls Take; the helper thread is
 // internal. The destructor stops and joins it.
@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "chunkstore/status.h"
+#include "source.h"
 
 namespace chunkstore::internal {
 
@@ -31,8 +33,10 @@ class FilePrefetcher {
   struct Item {
     std::string path;
     Status status;              // an error opening or reading it, as FileSource reports it
-    bool read = false;          // bytes hold the whole file (else open it when adding)
+    bool read = false;          // bytes hold the whole file
     std::vector<uint8_t> bytes;
+    std::unique_ptr<FileSource> file;  // a file above the limit, open
+    // Neither read nor file (a file that grew while read): open it again.
   };
 
   // Reads files of at most max_file_bytes, keeping at most `depth` items

@@ -301,6 +301,8 @@ Result<PublishResult> Batch::AddFile(const std::string& path, const std::string&
     } else if (item->read) {
       BytesSource src(item->bytes.data(), item->bytes.size(), path);
       return impl_->Add(src, name);
+    } else if (item->file) {
+      return impl_->Add(*item->file, name);
     }
   }
   Result<std::unique_ptr<FileSource>> src = FileSource::Open(path);

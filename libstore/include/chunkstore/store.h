@@ -300,8 +300,9 @@ class Batch {
   Result<PublishResult> AddPrepared(const PreparedObject& prepared, const std::string& name = {});
   // A hint that the next AddFile calls will be for these paths, in this
   // order (publishing a directory, say). A helper thread then opens and
-  // reads files of up to 64 KiB ahead, at most 64 at a time, so the system
-  // calls of one overlap the hashing and indexing of those before it. An
+  // reads files of up to 64 KiB ahead (larger ones it only opens), at most
+  // 64 at a time, so the system calls of one overlap the hashing and
+  // indexing of those before it. An
   // AddFile of a path other than the next one listed drops the rest of the
   // hint. Results and errors are those of AddFile without the hint; a file
   // read ahead is read a little before its AddFile call.
