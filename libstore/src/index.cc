@@ -33,6 +33,7 @@ CREATE TABLE objects(
   manifest BLOB NOT NULL,
   created INTEGER NOT NULL,
   pinned INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX objects_by_size ON objects(size, created) WHERE size >= 1048576;
 CREATE TABLE names(
   name TEXT NOT NULL,
   version INTEGER NOT NULL,
@@ -46,7 +47,7 @@ CREATE INDEX names_by_object ON names(object);
 
 struct Index::Statements {
   Stmt find_chunk, insert_chunk, insert_pack, set_pack_size, find_pack, list_packs;
-  Stmt find_object, find_object_chunk, insert_object, find_prefix, insert_name, find_name,
+  Stmt find_object, find_object_of_size, find_object_chunk, insert_object, find_prefix, insert_name, find_name,
       find_latest_name;
   Stmt begin, begin_read, commit, rollback, data_version;
 };
@@ -115,6 +116,12 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const StoreM
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec("COMMIT"));
   }
   CHUNKSTORE_RETURN_IF_ERROR(index->LoadMeta());
+  // Stores created before objects_by_size get it on their first writable
+  // open (a no-op once it exists). It is an optimization only: an open
+  // that cannot write (busy, read-only) goes on without it.
+  if (!create)
+    sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS objects_by_size ON objects(size, created) WHERE size >= 1048576",
+                 nullptr, nullptr, nullptr);
   // In WAL mode FULL syncs the log at every commit, which is what makes a
   // returned publish durable; NORMAL may lose the last commits on power loss.
   CHUNKSTORE_RETURN_IF_ERROR(
@@ -174,6 +181,10 @@ Status Index::Prepare() {
       {&st_->find_pack, "SELECT id, name, size FROM packs WHERE id=?1"},
       {&st_->list_packs, "SELECT id, name, size FROM packs ORDER BY id"},
       {&st_->find_object, "SELECT size, chunk_count, manifest, created, pinned FROM objects WHERE id=?1"},
+      // The literal bound makes objects_by_size (a partial index) usable.
+      {&st_->find_object_of_size,
+       "SELECT id, size, chunk_count, manifest, created, pinned FROM objects "
+       "WHERE size=?1 AND size >= 1048576 ORDER BY created DESC LIMIT 1"},
       {&st_->find_object_chunk,
        "SELECT o.size, o.chunk_count, o.manifest, o.created, o.pinned, c.pack, c.offset, c.raw_len, "
        "c.stored_len, c.codec, c.xxh64 FROM objects o LEFT JOIN chunks c "
@@ -293,6 +304,18 @@ Result<std::optional<ObjectRow>> Index::FindObject(const Digest& id) {
   if (rc == SQLITE_DONE) return std::optional<ObjectRow>();
   if (rc != SQLITE_ROW) return Error("cannot look up an object");
   return std::optional<ObjectRow>(ReadObjectRow(u, id, 0));
+}
+
+Result<std::optional<ObjectRow>> Index::FindObjectOfSize(uint64_t size) {
+  if (size < kSizeIndexedFrom) return std::optional<ObjectRow>();
+  Use u(st_->find_object_of_size);
+  u.Int(1, static_cast<int64_t>(size));
+  const int rc = u.Step();
+  if (rc == SQLITE_DONE) return std::optional<ObjectRow>();
+  if (rc != SQLITE_ROW) return Error("cannot look up an object");
+  Digest id;
+  if (!u.ColId(0, &id)) return std::optional<ObjectRow>();  // damaged row: no candidate
+  return std::optional<ObjectRow>(ReadObjectRow(u, id, 1));
 }
 
 Result<std::optional<std::pair<ObjectRow, std::optional<ChunkLocation>>>>

@@ -25,6 +25,8 @@
 namespace chunkstore::internal {
 
 constexpr int kSchemaVersion = 1;
+// Objects of at least this size are indexed by size (objects_by_size).
+constexpr uint64_t kSizeIndexedFrom = 1 << 20;
 
 struct ChunkLocation {
   int64_t pack_id = 0;
@@ -98,6 +100,10 @@ class Index {
   // for the many single-chunk objects that is everything a reader needs.
   Result<std::optional<std::pair<ObjectRow, std::optional<ChunkLocation>>>> FindObjectAndFirstChunk(
       const Digest& id);
+  // The newest object of exactly this size, if any (nullopt below
+  // kSizeIndexedFrom): a likely earlier version of a file of that size,
+  // which a publish verifies chunk by chunk instead of chunking again.
+  Result<std::optional<ObjectRow>> FindObjectOfSize(uint64_t size);
   Status InsertObject(const ObjectRow& row);  // ignored if present
   // Ids of objects whose id starts with the given hex digits (at most limit).
   Result<std::vector<Digest>> FindObjectsByPrefix(const std::string& hex_prefix, int limit);

@@ -24,11 +24,15 @@ namespace {
 
 constexpr size_t kReadBlock = 256 * 1024;
 
-void ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink) {
+// Returns false, having done nothing more, if the chunk's id is not
+// *expect: a chunk that differs from an expected one is cut again.
+bool ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink, const Digest* expect = nullptr) {
   c.id = Sha256::Of(c.data, c.length);
+  if (expect && c.id != *expect) return false;
   c.known = sink->IsKnown(c.id, c.length);
   c.compressed = !c.known && compress && TryCompress(c.data, c.length, &c.packed);
   if (!c.compressed) c.packed.clear();
+  return true;
 }
 
 // Reads from source into buf until it holds `want` bytes or the input ends.
@@ -133,25 +137,38 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
 // nobody has; the producer, when the ring is full, takes the newest
 // unhashed chunk, which the consumer will reach last. Beyond two cores,
 // extra workers take the oldest unhashed chunks.
+//
+// Given an expected chunk list (an earlier version of the input), a first
+// phase skips the chunker: the producer reads at the expected cut points,
+// each chunk is checked against its expected id, and the consumer stops at
+// the first that differs. Every chunk before it is what cutting would have
+// given (same bytes from a chunk start, so the same cut), so a second,
+// ordinary phase cuts the rest from there. The object hash only ever sees
+// bytes whose chunk was hashed from the same buffer.
 class Pipeline {
  public:
   Pipeline(Source& source, const IngestConfig& cfg, IngestSink* sink)
       : source_(source), cfg_(cfg), sink_(sink), slots_(2 * cfg.threads + 4) {}
 
-  Result<IngestOutcome> Run() {
-    const unsigned workers = cfg_.threads > 2 ? cfg_.threads - 2 : 0;
-    std::vector<std::thread> threads;
-    threads.emplace_back([this] { Consume(); });
-    for (unsigned i = 0; i < workers; ++i) threads.emplace_back([this] { Work(); });
-    Status s = Produce();
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      producer_done_ = true;
-      if (!s.ok()) Fail(s);
+  // expected: see IngestConfig; the caller has checked that the source
+  // can be re-read from any offset.
+  Result<IngestOutcome> Run(const std::vector<ManifestEntry>* expected) {
+    if (expected) {
+      expected_ = expected;
+      CHUNKSTORE_RETURN_IF_ERROR(RunPhase());
+      if (!diverged_) {
+        out_.object_id = object_hash_.Finish();
+        return out_;
+      }
+      // Everything before out_.size matched and is accepted (and in the
+      // object hash); cut the rest from there, as a chunk starts there.
+      if (!source_.Whole() && !source_.Rewind(out_.size))
+        return Status::IOError("cannot read " + source_.Describe() + " again");
+      expected_ = nullptr;
+      produced_ = consumed_ = 0;
+      producer_done_ = stop_ = diverged_ = false;
     }
-    cv_.notify_all();
-    for (auto& t : threads) t.join();
-    if (!error_.ok()) return error_;
+    CHUNKSTORE_RETURN_IF_ERROR(RunPhase());
     out_.object_id = object_hash_.Finish();
     return out_;
   }
@@ -162,7 +179,28 @@ class Pipeline {
     std::unique_ptr<uint8_t[]> buf;
     IngestedChunk chunk;
     Hash hash = Hash::kTodo;
+    const Digest* expect = nullptr;  // the id this chunk should have
+    bool differs = false;            // it has another id, or the input ended early
   };
+
+  Status RunPhase() {
+    const unsigned workers = cfg_.threads > 2 ? cfg_.threads - 2 : 0;
+    const uint64_t start = out_.size;
+    std::vector<std::thread> threads;
+    threads.emplace_back([this] { Consume(); });
+    for (unsigned i = 0; i < workers; ++i) threads.emplace_back([this] { Work(); });
+    Status s = expected_ ? ProduceExpected() : Produce(start);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      producer_done_ = true;
+      if (!s.ok()) Fail(s);
+    }
+    cv_.notify_all();
+    for (auto& t : threads) t.join();
+    return error_;
+  }
+
+  void Process(Slot& s) { s.differs = !ProcessChunk(s.chunk, cfg_.compress, sink_, s.expect); }
 
   // A slot that held an unusually large chunk gives back the pages above
   // twice the average size, so resident memory stays flat however many
@@ -201,7 +239,7 @@ class Pipeline {
   // Hashes chunk k (claimed by the caller) with mu_ released.
   void HashClaimed(std::unique_lock<std::mutex>& l, uint64_t k) {
     l.unlock();
-    ProcessChunk(At(k).chunk, cfg_.compress, sink_);
+    Process(At(k));
     l.lock();
     At(k).hash = Hash::kDone;
     cv_.notify_all();
@@ -220,6 +258,8 @@ class Pipeline {
     }
     Slot& s = At(k);
     s.hash = Hash::kTodo;
+    s.expect = nullptr;
+    s.differs = false;
     return &s;
   }
 
@@ -231,9 +271,9 @@ class Pipeline {
     cv_.notify_all();
   }
 
-  Status Produce() {
+  // Cuts the input from `offset` on (the source is positioned there).
+  Status Produce(uint64_t offset) {
     Chunker chunker(cfg_.chunking);
-    uint64_t offset = 0;
     if (const uint8_t* whole = source_.Whole()) {
       const size_t n = static_cast<size_t>(*source_.Size());
       while (offset < n) {
@@ -280,6 +320,54 @@ class Pipeline {
     return Status::OK();
   }
 
+  // Reads the input at the expected cut points, and stops after a chunk
+  // that cannot match (the input ended early, or goes on past the last).
+  Status ProduceExpected() {
+    const std::vector<ManifestEntry>& e = *expected_;
+    const uint8_t* whole = source_.Whole();
+    const uint64_t n = whole ? *source_.Size() : 0;
+    uint64_t offset = 0;
+    for (size_t i = 0; i < e.size(); ++i) {
+      const size_t len = e[i].length;
+      const bool last = i + 1 == e.size();
+      Slot* s = AcquireSlot(produced_);
+      if (s == nullptr) return Status::OK();
+      size_t got;
+      bool differs;
+      if (whole) {
+        got = static_cast<size_t>(std::min<uint64_t>(len, n - offset));
+        s->chunk.data = whole + offset;
+        differs = got < len || (last && offset + len != n);
+      } else {
+        if (!s->buf) s->buf.reset(new uint8_t[cfg_.chunking.max_size]);
+        bool eof = false;
+        Result<size_t> r = Fill(source_, s->buf.get(), len, &eof);
+        if (!r.ok()) return r.status();
+        got = *r;
+        differs = got < len;
+        if (last && !differs) {  // the last cut is the input's end: it must end here
+          uint8_t probe;
+          Result<size_t> more = Fill(source_, &probe, 1, &eof);
+          if (!more.ok()) return more.status();
+          differs = *more != 0;
+        }
+        s->chunk.data = s->buf.get();
+      }
+      s->chunk.offset = offset;
+      s->chunk.length = static_cast<uint32_t>(got);
+      s->expect = &e[i].id;
+      if (differs) {
+        s->differs = true;
+        s->hash = Hash::kDone;  // nobody needs to hash it
+        Publish();
+        return Status::OK();
+      }
+      Publish();
+      offset += len;
+    }
+    return Status::OK();
+  }
+
   void Work() {
     std::unique_lock<std::mutex> l(mu_);
     for (;;) {
@@ -299,8 +387,10 @@ class Pipeline {
         if (stop_ || produced_ <= k) return;
       }
       Slot& s = At(k);
-      // The object hash runs while others hash later chunks.
-      object_hash_.Update(s.chunk.data, s.chunk.length);
+      // The object hash runs while others hash later chunks. A chunk that
+      // is checked against an expected id is hashed first instead: one
+      // that differs must not reach the object hash.
+      if (!s.expect) object_hash_.Update(s.chunk.data, s.chunk.length);
       {
         std::unique_lock<std::mutex> l(mu_);
         if (s.hash == Hash::kTodo) {
@@ -309,7 +399,14 @@ class Pipeline {
         }
         cv_.wait(l, [&] { return stop_ || s.hash == Hash::kDone; });
         if (stop_) return;
+        if (s.differs) {
+          diverged_ = true;
+          stop_ = true;
+          cv_.notify_all();
+          return;
+        }
       }
+      if (s.expect) object_hash_.Update(s.chunk.data, s.chunk.length);
       Status st = sink_->Accept(s.chunk);
       out_.size += s.chunk.length;
       ++out_.chunks;
@@ -332,6 +429,8 @@ class Pipeline {
   std::condition_variable cv_;
   uint64_t produced_ = 0, consumed_ = 0;
   bool producer_done_ = false, stop_ = false;
+  const std::vector<ManifestEntry>* expected_ = nullptr;
+  bool diverged_ = false;  // a chunk differed from expected_ (not an error)
   Status error_;
   Sha256 object_hash_;
   IngestOutcome out_;
@@ -339,13 +438,30 @@ class Pipeline {
 
 }  // namespace
 
-Result<IngestOutcome> Ingest(Source& source, const IngestConfig& config, IngestSink* sink) {
-  const std::optional<uint64_t> size = source.Size();
+bool UsesPipeline(const IngestConfig& config, std::optional<uint64_t> size) {
   // Thread start-up costs more than it saves on inputs of a few chunks.
   const bool small = size && *size <= 2ull * config.chunking.max_size;
-  if (config.threads <= 1 || small) return IngestInline(source, config, sink);
+  return config.threads > 1 && !small;
+}
+
+Result<IngestOutcome> Ingest(Source& source, const IngestConfig& config, IngestSink* sink) {
+  const std::optional<uint64_t> size = source.Size();
+  if (!UsesPipeline(config, size)) return IngestInline(source, config, sink);
+  const std::vector<ManifestEntry>* expected = config.expected;
+  if (expected) {
+    // Only a candidate of this input's size and chunk limits is worth
+    // checking, and only on an input that can be read again from where it
+    // first differs.
+    uint64_t total = 0;
+    for (const ManifestEntry& e : *expected) {
+      if (e.length > config.chunking.max_size) expected = nullptr;
+      total += e.length;
+    }
+    if (!size || total != *size || total == 0) expected = nullptr;
+    if (expected && !source.Whole() && !source.Rewind(0)) expected = nullptr;
+  }
   Pipeline p(source, config, sink);
-  return p.Run();
+  return p.Run(expected);
 }
 
 }  // namespace chunkstore::internal

@@ -17,6 +17,7 @@
 #include "chunkstore/chunker.h"
 #include "chunkstore/status.h"
 #include "digest.h"
+#include "manifest.h"
 #include "source.h"
 
 namespace chunkstore::internal {
@@ -46,6 +47,13 @@ struct IngestConfig {
   ChunkerParams chunking;
   bool compress = true;
   unsigned threads = 2;  // total threads to use; 1 = everything inline
+  // A likely earlier version of the input (same size), or nullptr. Its
+  // chunks are checked in order at its cut points instead of being cut
+  // again; from the first chunk that differs on, the input is cut as
+  // usual. The outcome is the same either way. Used for inputs that run
+  // through the pipeline (larger than two maximum chunks) and can be
+  // re-read (in memory, or Source::Rewind).
+  const std::vector<ManifestEntry>* expected = nullptr;
 };
 
 struct IngestOutcome {
@@ -53,6 +61,10 @@ struct IngestOutcome {
   uint64_t size = 0;
   uint64_t chunks = 0;
 };
+
+// Whether an input of this size runs through the threaded pipeline (the
+// only path that uses IngestConfig::expected).
+bool UsesPipeline(const IngestConfig& config, std::optional<uint64_t> size);
 
 Result<IngestOutcome> Ingest(Source& source, const IngestConfig& config, IngestSink* sink);
 

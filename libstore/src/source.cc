@@ -88,6 +88,10 @@ Result<size_t> FileSource::ReadAt(uint64_t offset, uint8_t* buf, size_t n) const
   return done;
 }
 
+bool FileSource::Rewind(uint64_t offset) {
+  return ::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) == static_cast<off_t>(offset);
+}
+
 Result<FileStamp> FileSource::Restat() const {
   struct stat st;
   if (::fstat(fd_, &st) != 0) return Status::IOError("cannot stat " + path_ + ": " + std::strerror(errno));

@@ -25,6 +25,12 @@ class Source {
   virtual std::optional<uint64_t> Size() const { return std::nullopt; }
   // A name for error messages.
   virtual std::string Describe() const = 0;
+  // Makes the next Read start at offset; false if this source cannot go
+  // back (streams, callbacks).
+  virtual bool Rewind(uint64_t offset) {
+    (void)offset;
+    return false;
+  }
 };
 
 class BytesSource final : public Source {
@@ -36,6 +42,11 @@ class BytesSource final : public Source {
   const uint8_t* Whole() const override { return data_; }
   std::optional<uint64_t> Size() const override { return n_; }
   std::string Describe() const override { return what_; }
+  bool Rewind(uint64_t offset) override {
+    if (offset > n_) return false;
+    pos_ = static_cast<size_t>(offset);
+    return true;
+  }
 
  private:
   const uint8_t* data_;
@@ -62,6 +73,7 @@ class FileSource final : public Source {
   Result<size_t> ReadAt(uint64_t offset, uint8_t* buf, size_t n) const;
   std::optional<uint64_t> Size() const override { return stamp_.size; }
   std::string Describe() const override { return path_; }
+  bool Rewind(uint64_t offset) override;
   const FileStamp& stamp() const { return stamp_; }
   Result<FileStamp> Restat() const;
 

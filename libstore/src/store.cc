@@ -227,7 +227,7 @@ namespace {
 class ProgressSource final : public Source {
  public:
   ProgressSource(Source& in, const std::function<void(uint64_t)>& fn, uint64_t* total)
-      : in_(in), fn_(fn), total_(total) {}
+      : in_(in), fn_(fn), total_(total), start_(*total) {}
   Result<size_t> Read(uint8_t* buf, size_t n) override {
     Result<size_t> r = in_.Read(buf, n);
     if (r.ok()) {
@@ -242,11 +242,18 @@ class ProgressSource final : public Source {
   const uint8_t* Whole() const override { return nullptr; }
   std::optional<uint64_t> Size() const override { return in_.Size(); }
   std::string Describe() const override { return in_.Describe(); }
+  // Bytes read again after a rewind are counted once.
+  bool Rewind(uint64_t offset) override {
+    if (!in_.Rewind(offset)) return false;
+    *total_ = start_ + offset;
+    return true;
+  }
 
  private:
   Source& in_;
   const std::function<void(uint64_t)>& fn_;
   uint64_t* total_;
+  uint64_t start_;
   uint64_t reported_ = 0;
 };
 

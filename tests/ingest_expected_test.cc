@@ -1,0 +1,242 @@
+// Ingest given an expected chunk list (an earlier version of the input):
+// chunks are taken at the expected cut points while their ids match, and
+// the input is cut as usual from the first chunk that differs. Whatever
+// the expected list, the bytes, their order and the object id are those of
+// the input.
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "digest.h"
+#include "ingest.h"
+#include "test_util.h"
+
+namespace chunkstore::internal {
+namespace {
+
+class Sink final : public IngestSink {
+ public:
+  bool IsKnown(const Digest&, uint32_t) override { return false; }
+  Status Accept(IngestedChunk& c) override {
+    if (got.size() == fail_at) return Status::IOError("sink fails at chunk " + std::to_string(fail_at));
+    if (slow) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    if (c.id != Sha256::Of(c.data, c.length)) return Status::Corruption("a chunk's id is not its hash");
+    got.push_back({c.offset, c.length});
+    bytes.insert(bytes.end(), c.data, c.data + c.length);
+    return Status::OK();
+  }
+  bool slow = false;
+  size_t fail_at = SIZE_MAX;
+  std::vector<ChunkBoundary> got;
+  std::vector<uint8_t> bytes;
+};
+
+using Cuts = std::vector<ChunkBoundary>;
+
+// The manifest of `data` cut at the given boundaries.
+std::vector<ManifestEntry> Expect(const std::vector<uint8_t>& data, const Cuts& cuts) {
+  std::vector<ManifestEntry> e;
+  for (const ChunkBoundary& c : cuts) e.push_back({Sha256::Of(data.data() + c.offset, c.length), c.length});
+  return e;
+}
+
+// Cuts of n bytes into pieces of `piece` bytes (not where the chunker
+// would cut, so a result made of them shows they were used).
+Cuts Pieces(size_t n, uint32_t piece) {
+  Cuts c;
+  for (size_t off = 0; off < n; off += piece)
+    c.push_back({off, static_cast<uint32_t>(std::min<size_t>(piece, n - off))});
+  return c;
+}
+
+// The first `keep` expected cuts, then the chunker's cuts of the rest.
+Cuts ThenCut(const ChunkerParams& p, const std::vector<uint8_t>& data, const Cuts& expected, size_t keep) {
+  Cuts c(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(keep));
+  const size_t from = keep == 0 ? 0 : c.back().offset + c.back().length;
+  for (ChunkBoundary b : ChunkBuffer(p, data.data() + from, data.size() - from)) {
+    b.offset += from;
+    c.push_back(b);
+  }
+  return c;
+}
+
+struct Case {
+  unsigned threads;
+  bool file;  // a file (read in blocks, rewound) rather than bytes in memory
+  bool slow;  // a slow sink: the producer fills the ring and hashes ahead
+};
+
+class IngestExpected : public ::testing::TestWithParam<Case> {
+ protected:
+  IngestExpected() {
+    cfg_.chunking = testing::SmallChunks().chunking;
+    cfg_.threads = GetParam().threads;
+    sink_.slow = GetParam().slow;
+  }
+
+  // Ingests `data` (written to a file first when the case says so), with
+  // `expected` as the earlier version; `after_open` may change the file.
+  Result<IngestOutcome> Run(const std::vector<uint8_t>& data, const std::vector<ManifestEntry>* expected,
+                            const std::function<void(const std::string&)>& after_open = nullptr) {
+    cfg_.expected = expected;
+    if (!GetParam().file) {
+      BytesSource src(data.data(), data.size());
+      return Ingest(src, cfg_, &sink_);
+    }
+    const std::string path = dir_ / "f";
+    testing::WriteFile(path, data);
+    auto src = FileSource::Open(path);
+    if (!src.ok()) return src.status();
+    if (after_open) after_open(path);
+    return Ingest(**src, cfg_, &sink_);
+  }
+
+  void ExpectChunks(const Cuts& want) {
+    ASSERT_EQ(sink_.got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(sink_.got[i].offset, want[i].offset) << "chunk " << i;
+      EXPECT_EQ(sink_.got[i].length, want[i].length) << "chunk " << i;
+    }
+  }
+
+  void ExpectWhole(const Result<IngestOutcome>& out, const std::vector<uint8_t>& data) {
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(sink_.bytes, data);
+    EXPECT_EQ(out->size, data.size());
+    EXPECT_EQ(out->chunks, sink_.got.size());
+    EXPECT_EQ(out->object_id, Sha256::Of(data.data(), data.size()));
+  }
+
+  testing::TempDir dir_;
+  IngestConfig cfg_;
+  Sink sink_;
+};
+
+const size_t kSize = 300000;
+const uint32_t kPiece = 10000;  // the chunker cuts at 1-16 KiB, never at every 10,000 bytes
+
+TEST_P(IngestExpected, TheSameInputAtItsOwnCutsGivesTheSameChunks) {
+  const auto data = testing::RandomBytes(kSize, 21);
+  const Cuts cuts = ChunkBuffer(cfg_.chunking, data.data(), data.size());
+  const auto expected = Expect(data, cuts);
+  auto out = Run(data, &expected);
+  ExpectWhole(out, data);
+  ExpectChunks(cuts);
+}
+
+TEST_P(IngestExpected, ExpectedCutsAreKeptWhileTheBytesMatch) {
+  const auto data = testing::RandomBytes(kSize, 22);
+  const Cuts pieces = Pieces(data.size(), kPiece);
+  const auto expected = Expect(data, pieces);
+  auto out = Run(data, &expected);
+  ExpectWhole(out, data);
+  ExpectChunks(pieces);
+}
+
+TEST_P(IngestExpected, AnEditIsCutFromTheStartOfTheChunkThatDiffers) {
+  const auto original = testing::RandomBytes(kSize, 23);
+  const Cuts pieces = Pieces(original.size(), kPiece);
+  const auto expected = Expect(original, pieces);
+  for (size_t at : {size_t{0}, kSize / 2 + 17, kSize - 1}) {
+    SCOPED_TRACE("edit at " + std::to_string(at));
+    auto edited = original;
+    edited[at] ^= 0x5a;
+    sink_ = Sink{};
+    sink_.slow = GetParam().slow;
+    auto out = Run(edited, &expected);
+    ExpectWhole(out, edited);
+    ExpectChunks(ThenCut(cfg_.chunking, edited, pieces, at / kPiece));
+  }
+}
+
+// Files only: bytes in memory cannot change size under the ingest.
+class IngestExpectedFile : public IngestExpected {};
+
+TEST_P(IngestExpectedFile, AnInputThatGoesOnPastTheLastExpectedChunkIsCutFromIt) {
+  const auto data = testing::RandomBytes(kSize, 24), more = testing::RandomBytes(5000, 25);
+  const Cuts pieces = Pieces(data.size(), kPiece);
+  const auto expected = Expect(data, pieces);
+  // The size is taken at open; the file then grows.
+  auto out = Run(data, &expected, [&](const std::string& path) {
+    std::ofstream f(path, std::ios::binary | std::ios::app);
+    f.write(reinterpret_cast<const char*>(more.data()), static_cast<std::streamsize>(more.size()));
+  });
+  auto all = data;
+  all.insert(all.end(), more.begin(), more.end());
+  ExpectWhole(out, all);
+  ExpectChunks(ThenCut(cfg_.chunking, all, pieces, pieces.size() - 1));
+}
+
+TEST_P(IngestExpectedFile, AnInputThatEndsEarlyIsCutFromTheChunkItEndsIn) {
+  const auto data = testing::RandomBytes(kSize, 26);
+  const Cuts pieces = Pieces(data.size(), kPiece);
+  const auto expected = Expect(data, pieces);
+  const size_t cut_to = kSize / 3 + 123;
+  auto out = Run(data, &expected, [&](const std::string& path) { std::filesystem::resize_file(path, cut_to); });
+  const std::vector<uint8_t> left(data.begin(), data.begin() + cut_to);
+  ExpectWhole(out, left);
+  ExpectChunks(ThenCut(cfg_.chunking, left, pieces, cut_to / kPiece));
+}
+
+TEST_P(IngestExpected, AListThatCannotDescribeTheInputIsIgnored) {
+  const auto data = testing::RandomBytes(kSize, 27);
+  const Cuts own = ChunkBuffer(cfg_.chunking, data.data(), data.size());
+  // One byte short of the input's size.
+  auto short_list = Expect(data, Pieces(data.size(), kPiece));
+  --short_list.back().length;
+  // Pieces above the store's largest chunk.
+  auto too_large = Expect(data, Pieces(data.size(), cfg_.chunking.max_size + 1));
+  std::vector<ManifestEntry> empty;
+  for (const std::vector<ManifestEntry>* list : {&short_list, &too_large, &empty}) {
+    sink_ = Sink{};
+    auto out = Run(data, list);
+    ExpectWhole(out, data);
+    ExpectChunks(own);
+  }
+}
+
+TEST_P(IngestExpected, StopsAtTheSinksFailureWhileChecking) {
+  const auto data = testing::RandomBytes(kSize, 28);
+  const auto expected = Expect(data, Pieces(data.size(), kPiece));
+  sink_.fail_at = 5;
+  auto out = Run(data, &expected);
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(out.status().IsIOError()) << out.status().ToString();
+  EXPECT_EQ(sink_.got.size(), 5u);
+}
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& i) {
+  return std::to_string(i.param.threads) + "Threads" + (i.param.file ? "File" : "Bytes") +
+         (i.param.slow ? "SlowSink" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Sources, IngestExpected,
+                         ::testing::Values(Case{2, false, false}, Case{2, true, false}, Case{2, true, true},
+                                           Case{3, false, true}, Case{3, true, false}),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Sources, IngestExpectedFile,
+                         ::testing::Values(Case{2, true, false}, Case{2, true, true}, Case{3, true, false}),
+                         CaseName);
+
+TEST(IngestExpected, AStreamCannotBeReadAgainSoItsListIsIgnored) {
+  const auto data = testing::RandomBytes(kSize, 29);
+  IngestConfig cfg;
+  cfg.chunking = testing::SmallChunks().chunking;
+  cfg.threads = 2;
+  const auto expected = Expect(data, Pieces(data.size(), kPiece));
+  cfg.expected = &expected;
+  std::istringstream in(std::string(data.begin(), data.end()));
+  StreamSource src(in);
+  Sink sink;
+  auto out = Ingest(src, cfg, &sink);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(sink.bytes, data);
+  // A stream has no known size: nothing says the list describes it.
+  const Cuts own = ChunkBuffer(cfg.chunking, data.data(), data.size());
+  ASSERT_EQ(sink.got.size(), own.size());
+  for (size_t i = 0; i < own.size(); ++i) EXPECT_EQ(sink.got[i].length, own[i].length) << i;
+}
+
+}  // namespace
+}  // namespace chunkstore::internal

@@ -1,0 +1,162 @@
+// Publishing an input when an object of its size is already stored: the
+// earlier object's chunks are checked where they were cut instead of the
+// input being cut again. Whether the input is that object again, an edit
+// of it or something else, the published object must be exactly what a
+// store without that object would make of it, and a damaged or missing
+// hint must never fail a publish.
+#include <sqlite3.h>
+
+#include "chunkstore/store.h"
+#include "digest.h"
+#include "test_util.h"
+
+namespace chunkstore {
+namespace {
+
+using testing::RandomBytes;
+using testing::TempDir;
+
+// Above the size that is indexed by size (1 MiB) and above two of the
+// small test chunks, so publishes run through the threaded pipeline.
+constexpr size_t kSize = 1536 * 1024;
+
+class PublishAgain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_ = testing::SmallChunks();
+    options_.threads = 2;
+    auto s = Store::Open(dir_ / "s", options_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+
+  Result<PublishResult> PublishFile(const std::vector<uint8_t>& data, const std::string& file) {
+    testing::WriteFile(dir_ / file, data);
+    return store_->PublishFile(dir_ / file);
+  }
+
+  // The object reads back as `data`, under the id sha256sum would give,
+  // cut exactly where the chunker cuts `data`.
+  void ExpectStoredAsCut(const PublishResult& r, const std::vector<uint8_t>& data) {
+    EXPECT_EQ(r.id, internal::Sha256::Of(data.data(), data.size()).ObjectId());
+    auto back = testing::ReadObject(*store_, r.id);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(*back == data);
+    auto chunks = store_->Chunks(r.id);
+    ASSERT_TRUE(chunks.ok()) << chunks.status().ToString();
+    const auto cuts = ChunkBuffer(options_.chunking, data.data(), data.size());
+    ASSERT_EQ(chunks->size(), cuts.size());
+    for (size_t i = 0; i < cuts.size(); ++i) {
+      EXPECT_EQ((*chunks)[i].offset, cuts[i].offset) << i;
+      EXPECT_EQ((*chunks)[i].length, cuts[i].length) << i;
+    }
+  }
+
+  void Sql(const std::string& statement) {
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open((dir_ / "s/index.db").c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
+    const std::string msg = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << msg;
+  }
+
+  TempDir dir_;
+  Options options_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(PublishAgain, TheSamePayloadWritesNothingAndKeepsItsId) {
+  const auto data = RandomBytes(kSize, 41);
+  auto first = PublishFile(data, "a");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto again = PublishFile(data, "b");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->id, first->id);
+  EXPECT_EQ(again->new_bytes, 0u);
+  EXPECT_EQ(again->chunks, first->chunks);
+  EXPECT_EQ(again->reused_chunks, again->chunks);
+  ExpectStoredAsCut(*again, data);
+}
+
+TEST_F(PublishAgain, AnEditOfTheSameSizeAddsAboutOneChunk) {
+  const auto data = RandomBytes(kSize, 42);
+  auto first = PublishFile(data, "a");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  // Each edit is the newest object of its size when the next is published
+  // (and so the one its chunks are checked against): an edit of an edit.
+  auto edited = data;
+  for (size_t at : {kSize / 2, size_t{0}, kSize - 1, kSize / 4}) {
+    SCOPED_TRACE("edit at " + std::to_string(at));
+    edited[at] ^= 0x5a;
+    auto r = PublishFile(edited, "edited");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ExpectStoredAsCut(*r, edited);
+    EXPECT_GE(r->reused_chunks + 3, r->chunks);
+  }
+}
+
+TEST_F(PublishAgain, UnrelatedContentOfTheSameSizeIsCutAsUsual) {
+  auto first = PublishFile(RandomBytes(kSize, 43), "a");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const auto other = RandomBytes(kSize, 44);
+  auto r = PublishFile(other, "b");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->reused_chunks, 0u);
+  ExpectStoredAsCut(*r, other);
+}
+
+TEST_F(PublishAgain, ADamagedManifestOfTheSameSizeDoesNotFailThePublish) {
+  const auto data = RandomBytes(kSize, 45);
+  auto first = PublishFile(data, "a");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  store_.reset();
+  Sql("UPDATE objects SET manifest = x'00112233'");
+  auto s = Store::Open(dir_ / "s", options_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  store_ = std::move(*s);
+  auto edited = data;
+  edited[kSize / 3] ^= 1;
+  auto r = PublishFile(edited, "edited");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectStoredAsCut(*r, edited);
+}
+
+TEST_F(PublishAgain, ChunksMissingFromTheIndexAreWrittenAgain) {
+  const auto data = RandomBytes(kSize, 46);
+  auto first = PublishFile(data, "a");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  store_.reset();
+  Sql("DELETE FROM chunks WHERE id IN (SELECT id FROM chunks LIMIT 5)");
+  auto s = Store::Open(dir_ / "s", options_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  store_ = std::move(*s);
+  auto r = PublishFile(data, "b");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->id, first->id);
+  EXPECT_GT(r->new_bytes, 0u);  // the chunks the index lost are stored again
+  EXPECT_GE(r->reused_chunks + 5, r->chunks);
+  ExpectStoredAsCut(*r, data);
+}
+
+TEST_F(PublishAgain, AStoreWithoutTheSizeIndexGetsItAtOpen) {
+  const auto data = RandomBytes(kSize, 47);
+  auto first = PublishFile(data, "a");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  store_.reset();
+  Sql("DROP INDEX objects_by_size");
+  auto s = Store::Open(dir_ / "s", options_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  store_ = std::move(*s);
+  auto again = PublishFile(data, "b");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->new_bytes, 0u);
+  store_.reset();
+  // Fails if the index was not created again.
+  Sql("SELECT 1 FROM objects INDEXED BY objects_by_size WHERE size >= 1048576");
+}
+
+}  // namespace
+}  // namespace chunkstore
