@@ -50,8 +50,10 @@ Cuts Pieces(size_t n, uint32_t piece) {
   return c;
 }
 
-// The first `keep` expected cuts, then the chunker's cuts of the rest.
-Cuts ThenCut(const ChunkerParams& p, const std::vector<uint8_t>& data, const Cuts& expected, size_t keep) {
+// The expected cuts before the chunk before `differs` (whose cut depends
+// on differs' first byte), then the chunker's cuts of the rest.
+Cuts ThenCut(const ChunkerParams& p, const std::vector<uint8_t>& data, const Cuts& expected, size_t differs) {
+  const size_t keep = differs == 0 ? 0 : differs - 1;
   Cuts c(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(keep));
   const size_t from = keep == 0 ? 0 : c.back().offset + c.back().length;
   for (ChunkBoundary b : ChunkBuffer(p, data.data() + from, data.size() - from)) {
@@ -123,6 +125,25 @@ TEST_P(IngestExpected, TheSameInputAtItsOwnCutsGivesTheSameChunks) {
   auto out = Run(data, &expected);
   ExpectWhole(out, data);
   ExpectChunks(cuts);
+}
+
+// The chunker decides a cut by the byte after it (the next chunk's
+// first): an edit there can move the cut before it, and the result must
+// still be the chunker's.
+TEST_P(IngestExpected, AnEditOfAChunksFirstByteGivesTheChunkersCuts) {
+  const auto data = testing::RandomBytes(kSize, 30);
+  const Cuts cuts = ChunkBuffer(cfg_.chunking, data.data(), data.size());
+  const auto expected = Expect(data, cuts);
+  for (size_t j : {size_t{1}, size_t{2}, cuts.size() / 2, cuts.size() - 1}) {
+    SCOPED_TRACE("edit at the first byte of chunk " + std::to_string(j));
+    auto edited = data;
+    edited[cuts[j].offset] ^= 0x5a;
+    sink_ = Sink{};
+    sink_.slow = GetParam().slow;
+    auto out = Run(edited, &expected);
+    ExpectWhole(out, edited);
+    ExpectChunks(ChunkBuffer(cfg_.chunking, edited.data(), edited.size()));
+  }
 }
 
 TEST_P(IngestExpected, ExpectedCutsAreKeptWhileTheBytesMatch) {

@@ -141,8 +141,9 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
 // Given an expected chunk list (an earlier version of the input), a first
 // phase skips the chunker: the producer reads at the expected cut points,
 // each chunk is checked against its expected id, and the consumer stops at
-// the first that differs. Every chunk before it is what cutting would have
-// given (same bytes from a chunk start, so the same cut), so a second,
+// the first that differs. Every chunk before the one before it is what
+// cutting would have given (the chunker decides a cut from the chunk's
+// bytes and the one byte after it, all of which matched), so a second,
 // ordinary phase cuts the rest from there. The object hash only ever sees
 // bytes whose chunk was hashed from the same buffer.
 class Pipeline {
@@ -379,12 +380,40 @@ class Pipeline {
     }
   }
 
+  // Hands chunk k to the sink and frees its slot; false on failure.
+  bool Finish(uint64_t k) {
+    Slot& s = At(k);
+    if (s.expect) object_hash_.Update(s.chunk.data, s.chunk.length);
+    Status st = sink_->Accept(s.chunk);
+    out_.size += s.chunk.length;
+    ++out_.chunks;
+    ReleaseTail(s);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!st.ok()) Fail(st);
+      ++consumed_;
+    }
+    cv_.notify_all();
+    return st.ok();
+  }
+
+  // Hands chunks to the sink in order. When checking expected chunks, a
+  // chunk is held back until the next one matches too: the chunker cuts by
+  // the byte after the cut (the next chunk's first), so a chunk's cut is
+  // only known to be the chunker's once that byte is. The end of the input
+  // confirms the last.
   void Consume() {
     for (uint64_t k = 0;; ++k) {
+      bool have;
       {
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [&] { return stop_ || produced_ > k || producer_done_; });
-        if (stop_ || produced_ <= k) return;
+        if (stop_) return;
+        have = produced_ > k;
+      }
+      if (!have) {
+        if (expected_ && k > 0) Finish(k - 1);
+        return;
       }
       Slot& s = At(k);
       // The object hash runs while others hash later chunks. A chunk that
@@ -399,25 +428,18 @@ class Pipeline {
         }
         cv_.wait(l, [&] { return stop_ || s.hash == Hash::kDone; });
         if (stop_) return;
-        if (s.differs) {
+        if (s.differs) {  // cut again from the chunk held back (or this one)
           diverged_ = true;
           stop_ = true;
           cv_.notify_all();
           return;
         }
       }
-      if (s.expect) object_hash_.Update(s.chunk.data, s.chunk.length);
-      Status st = sink_->Accept(s.chunk);
-      out_.size += s.chunk.length;
-      ++out_.chunks;
-      ReleaseTail(s);
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (!st.ok()) Fail(st);
-        ++consumed_;
+      if (!expected_) {
+        if (!Finish(k)) return;
+      } else if (k > 0 && !Finish(k - 1)) {
+        return;
       }
-      cv_.notify_all();
-      if (!st.ok()) return;
     }
   }
 
