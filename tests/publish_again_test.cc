@@ -98,6 +98,29 @@ TEST_F(PublishAgain, AnEditOfTheSameSizeAddsAboutOneChunk) {
   }
 }
 
+TEST_F(PublishAgain, PreparingAnEditGivesTheChunkersCuts) {
+  const auto data = RandomBytes(kSize, 48);
+  auto first = PublishFile(data, "a");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto edited = data;
+  edited[kSize / 2 + 5] ^= 0x5a;
+  testing::WriteFile(dir_ / "edited", edited);
+  auto prepared = store_->PrepareFile(dir_ / "edited");
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  EXPECT_EQ(prepared->id(), internal::Sha256::Of(edited.data(), edited.size()).ObjectId());
+  const auto got = prepared->chunks();
+  const auto cuts = ChunkBuffer(options_.chunking, edited.data(), edited.size());
+  ASSERT_EQ(got.size(), cuts.size());
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    EXPECT_EQ(got[i].offset, cuts[i].offset) << i;
+    EXPECT_EQ(got[i].length, cuts[i].length) << i;
+    EXPECT_EQ(got[i].id, internal::Sha256::Of(edited.data() + cuts[i].offset, cuts[i].length).Hex()) << i;
+  }
+  auto r = store_->Publish(*prepared);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectStoredAsCut(*r, edited);
+}
+
 TEST_F(PublishAgain, UnrelatedContentOfTheSameSizeIsCutAsUsual) {
   auto first = PublishFile(RandomBytes(kSize, 43), "a");
   ASSERT_TRUE(first.ok()) << first.status().ToString();

@@ -130,6 +130,22 @@ Result<std::unique_ptr<PackWriter>> Store::Impl::AcquireWriter() {
   return NewPackWriter();
 }
 
+std::vector<ManifestEntry> Store::Impl::EarlierVersion(const Source& source, const IngestConfig& cfg) {
+  // An object of the same size is likely an earlier version of this input
+  // (or this input again): checking its chunks where they were cut costs
+  // no chunker pass, and stops helping, at no loss, where the input
+  // differs.
+  const std::optional<uint64_t> size = source.Size();
+  if (!size || *size < kSizeIndexedFrom || !UsesPipeline(cfg, size)) return {};
+  std::lock_guard<std::mutex> l(db_mu);
+  Result<std::optional<ObjectRow>> row = index->FindObjectOfSize(*size);
+  if (!row.ok() || !row->has_value()) return {};
+  const ObjectRow& o = **row;
+  Result<std::vector<ManifestEntry>> e = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
+  if (!e.ok()) return {};
+  return std::move(*e);
+}
+
 Result<std::unique_ptr<PackWriter>> Store::Impl::NewPackWriter() {
   // A random name, so writers in other processes never collide; the pack
   // becomes part of the store when its row commits. It is created as
@@ -445,21 +461,7 @@ Result<PublishResult> PublishSession::AddSource(Source& source, const std::strin
   cfg.chunking = store_->meta.chunking;
   cfg.compress = store_->meta.compression;
   cfg.threads = store_->threads;
-  // An object of the same size is likely an earlier version of this input
-  // (or this input again): checking its chunks where they were cut costs
-  // no chunker pass, and stops helping, at no loss, where the input
-  // differs. The lookup is only a hint; if it fails, the input is cut.
-  std::vector<ManifestEntry> expected;
-  const std::optional<uint64_t> size = source.Size();
-  if (size && *size >= kSizeIndexedFrom && UsesPipeline(cfg, size)) {
-    std::lock_guard<std::mutex> l(store_->db_mu);
-    Result<std::optional<ObjectRow>> row = store_->index->FindObjectOfSize(*size);
-    if (row.ok() && row->has_value()) {
-      const ObjectRow& o = **row;
-      Result<std::vector<ManifestEntry>> e = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
-      if (e.ok()) expected = std::move(*e);
-    }
-  }
+  const std::vector<ManifestEntry> expected = store_->EarlierVersion(source, cfg);
   if (!expected.empty()) cfg.expected = &expected;
   Result<IngestOutcome> out = Ingest(source, cfg, &sink);
   if (!out.ok()) return out.status().WithContext("cannot publish " + source.Describe());

@@ -429,6 +429,8 @@ static Result<PreparedObject> RunPrepare(Store::Impl* impl, Source& source,
   cfg.chunking = impl->meta.chunking;
   cfg.compress = false;
   cfg.threads = impl->threads;
+  const std::vector<ManifestEntry> expected = impl->EarlierVersion(source, cfg);
+  if (!expected.empty()) cfg.expected = &expected;
   Result<IngestOutcome> out = Ingest(source, cfg, &sink);
   if (!out.ok()) return out.status().WithContext("cannot prepare " + source.Describe());
   state->id = out->object_id;

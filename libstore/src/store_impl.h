@@ -19,6 +19,7 @@
 #include "chunkstore/store.h"
 #include "digest.h"
 #include "index.h"
+#include "ingest.h"
 #include "manifest.h"
 #include "source.h"
 #include "task_pool.h"
@@ -161,6 +162,13 @@ struct Store::Impl {
   Result<internal::Digest> ResolveLocked(const std::string& ref, internal::ObjectRow* row_out);
   Result<internal::Digest> Loaded(const internal::Digest& id, internal::ObjectRow* row_out);
   Result<internal::ObjectRow> LoadObject(const internal::Digest& id);
+
+  // The chunk list of the newest object of the source's size, when the
+  // source is large enough for an ingest with cfg to use it (see
+  // IngestConfig::expected); empty otherwise, or if the lookup fails: it
+  // is only a hint.
+  std::vector<internal::ManifestEntry> EarlierVersion(const internal::Source& source,
+                                                      const internal::IngestConfig& cfg);
 };
 
 namespace internal {
