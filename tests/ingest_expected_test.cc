@@ -94,6 +94,12 @@ class IngestExpected : public ::testing::TestWithParam<Case> {
     return Ingest(**src, cfg_, &sink_);
   }
 
+  // A new sink for another run in the same test.
+  void NewSink() {
+    sink_ = Sink{};
+    sink_.slow = GetParam().slow;
+  }
+
   void ExpectChunks(const Cuts& want) {
     ASSERT_EQ(sink_.got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
@@ -138,8 +144,7 @@ TEST_P(IngestExpected, AnEditOfAChunksFirstByteGivesTheChunkersCuts) {
     SCOPED_TRACE("edit at the first byte of chunk " + std::to_string(j));
     auto edited = data;
     edited[cuts[j].offset] ^= 0x5a;
-    sink_ = Sink{};
-    sink_.slow = GetParam().slow;
+    NewSink();
     auto out = Run(edited, &expected);
     ExpectWhole(out, edited);
     ExpectChunks(ChunkBuffer(cfg_.chunking, edited.data(), edited.size()));
@@ -163,8 +168,7 @@ TEST_P(IngestExpected, AnEditIsCutFromTheStartOfTheChunkThatDiffers) {
     SCOPED_TRACE("edit at " + std::to_string(at));
     auto edited = original;
     edited[at] ^= 0x5a;
-    sink_ = Sink{};
-    sink_.slow = GetParam().slow;
+    NewSink();
     auto out = Run(edited, &expected);
     ExpectWhole(out, edited);
     ExpectChunks(ThenCut(cfg_.chunking, edited, pieces, at / kPiece));
@@ -210,7 +214,7 @@ TEST_P(IngestExpected, AListThatCannotDescribeTheInputIsIgnored) {
   auto too_large = Expect(data, Pieces(data.size(), cfg_.chunking.max_size + 1));
   std::vector<ManifestEntry> empty;
   for (const std::vector<ManifestEntry>* list : {&short_list, &too_large, &empty}) {
-    sink_ = Sink{};
+    NewSink();
     auto out = Run(data, list);
     ExpectWhole(out, data);
     ExpectChunks(own);

@@ -63,6 +63,15 @@ class PublishAgain : public ::testing::Test {
     ASSERT_EQ(rc, SQLITE_OK) << msg;
   }
 
+  // Runs a statement on the index with the store closed, then reopens it.
+  void AlterIndex(const std::string& statement) {
+    store_.reset();
+    Sql(statement);
+    auto s = Store::Open(dir_ / "s", options_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+
   TempDir dir_;
   Options options_;
   std::unique_ptr<Store> store_;
@@ -135,11 +144,7 @@ TEST_F(PublishAgain, ADamagedManifestOfTheSameSizeDoesNotFailThePublish) {
   const auto data = RandomBytes(kSize, 45);
   auto first = PublishFile(data, "a");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  store_.reset();
-  Sql("UPDATE objects SET manifest = x'00112233'");
-  auto s = Store::Open(dir_ / "s", options_);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  store_ = std::move(*s);
+  AlterIndex("UPDATE objects SET manifest = x'00112233'");
   auto edited = data;
   edited[kSize / 3] ^= 1;
   auto r = PublishFile(edited, "edited");
@@ -151,11 +156,7 @@ TEST_F(PublishAgain, ChunksMissingFromTheIndexAreWrittenAgain) {
   const auto data = RandomBytes(kSize, 46);
   auto first = PublishFile(data, "a");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  store_.reset();
-  Sql("DELETE FROM chunks WHERE id IN (SELECT id FROM chunks LIMIT 5)");
-  auto s = Store::Open(dir_ / "s", options_);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  store_ = std::move(*s);
+  AlterIndex("DELETE FROM chunks WHERE id IN (SELECT id FROM chunks LIMIT 5)");
   auto r = PublishFile(data, "b");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->id, first->id);
@@ -168,11 +169,7 @@ TEST_F(PublishAgain, AStoreWithoutTheSizeIndexGetsItAtOpen) {
   const auto data = RandomBytes(kSize, 47);
   auto first = PublishFile(data, "a");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  store_.reset();
-  Sql("DROP INDEX objects_by_size");
-  auto s = Store::Open(dir_ / "s", options_);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  store_ = std::move(*s);
+  AlterIndex("DROP INDEX objects_by_size");
   auto again = PublishFile(data, "b");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->new_bytes, 0u);
