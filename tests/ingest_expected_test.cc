@@ -3,6 +3,8 @@
 // the input is cut as usual from the first chunk that differs. Whatever
 // the expected list, the bytes, their order and the object id are those of
 // the input.
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -243,6 +245,94 @@ INSTANTIATE_TEST_SUITE_P(Sources, IngestExpected,
 INSTANTIATE_TEST_SUITE_P(Sources, IngestExpectedFile,
                          ::testing::Values(Case{2, true, false}, Case{2, true, true}, Case{3, true, false}),
                          CaseName);
+
+// Bytes served through Read only (not in place), that can fail to read
+// past a given offset or fail to rewind after its first rewind (the one
+// Ingest makes to check that it can).
+class FlakySource final : public Source {
+ public:
+  explicit FlakySource(const std::vector<uint8_t>& data) : data_(data) {}
+  Result<size_t> Read(uint8_t* buf, size_t n) override {
+    if (pos_ >= fail_at) return Status::IOError("read fails at " + std::to_string(fail_at));
+    n = std::min({n, data_.size() - pos_, fail_at - pos_});
+    std::memcpy(buf, data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  std::optional<uint64_t> Size() const override { return data_.size(); }
+  std::string Describe() const override { return "flaky source"; }
+  bool Rewind(uint64_t offset) override {
+    if (++rewinds > 1 && !rewind_again) return false;
+    pos_ = static_cast<size_t>(offset);
+    return true;
+  }
+  size_t fail_at = SIZE_MAX;
+  bool rewind_again = true;
+  int rewinds = 0;
+
+ private:
+  const std::vector<uint8_t>& data_;
+  size_t pos_ = 0;
+};
+
+class IngestExpectedFailure : public ::testing::Test {
+ protected:
+  IngestExpectedFailure() : original_(testing::RandomBytes(kSize, 31)), edited_(original_) {
+    cfg_.chunking = testing::SmallChunks().chunking;
+    cfg_.threads = 2;
+    pieces_ = Pieces(original_.size(), kPiece);
+    expected_ = Expect(original_, pieces_);
+    cfg_.expected = &expected_;
+    edited_[kSize / 2] ^= 0x5a;  // in piece 15: pieces 0-13 are kept
+  }
+  std::vector<uint8_t> original_, edited_;
+  Cuts pieces_;
+  std::vector<ManifestEntry> expected_;
+  IngestConfig cfg_;
+  Sink sink_;
+};
+
+TEST_F(IngestExpectedFailure, AReadErrorWhileCheckingIsTheIngestsError) {
+  FlakySource src(edited_);
+  src.fail_at = kSize / 4;
+  auto out = Ingest(src, cfg_, &sink_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().ToString().find("read fails"), std::string::npos) << out.status().ToString();
+  EXPECT_LE(sink_.bytes.size(), kSize / 4);
+}
+
+TEST_F(IngestExpectedFailure, AReadErrorAfterTheRewindIsTheIngestsError) {
+  FlakySource src(edited_);
+  // Beyond what the first phase can read ahead of the difference (a ring
+  // of 2 x threads + 4 pieces), so only the second phase meets it.
+  src.fail_at = kSize - kPiece;
+  auto out = Ingest(src, cfg_, &sink_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().ToString().find("read fails"), std::string::npos) << out.status().ToString();
+  EXPECT_EQ(src.rewinds, 2);
+}
+
+TEST_F(IngestExpectedFailure, ASourceThatCannotRewindAtTheDifferenceFailsClearly) {
+  FlakySource src(edited_);
+  src.rewind_again = false;
+  auto out = Ingest(src, cfg_, &sink_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(out.status().IsIOError()) << out.status().ToString();
+  EXPECT_NE(out.status().ToString().find("cannot read flaky source again"), std::string::npos)
+      << out.status().ToString();
+  // Everything handed on before the difference was the input's.
+  ASSERT_LE(sink_.bytes.size(), edited_.size());
+  EXPECT_TRUE(std::equal(sink_.bytes.begin(), sink_.bytes.end(), edited_.begin()));
+}
+
+TEST_F(IngestExpectedFailure, TheSameSourceRewindingAsAskedGivesTheEdit) {
+  FlakySource src(edited_);
+  auto out = Ingest(src, cfg_, &sink_);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(sink_.bytes, edited_);
+  EXPECT_EQ(out->object_id, Sha256::Of(edited_.data(), edited_.size()));
+  EXPECT_EQ(src.rewinds, 2);  // the check, then the return to the chunk held back
+}
 
 TEST(IngestExpected, AStreamCannotBeReadAgainSoItsListIsIgnored) {
   const auto data = testing::RandomBytes(kSize, 29);
