@@ -130,6 +130,35 @@ TEST_F(PublishAgain, PreparingAnEditGivesTheChunkersCuts) {
   ExpectStoredAsCut(*r, edited);
 }
 
+TEST_F(PublishAgain, ProgressOfAnEditNeverGoesBackAndEndsAtItsSize) {
+  // Chunks near the 256 KiB reporting step, so the first phase reads, and
+  // reports, well past the point it rewinds to.
+  Options o;
+  o.chunking.min_size = 64 << 10;
+  o.chunking.avg_size = 256 << 10;
+  o.chunking.max_size = 1 << 20;
+  o.threads = 2;
+  auto s = Store::Open(dir_ / "large", o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const size_t size = 8 << 20;
+  const auto data = RandomBytes(size, 49);
+  testing::WriteFile(dir_ / "a", data);
+  ASSERT_TRUE((*s)->PublishFile(dir_ / "a").ok());
+  auto edited = data;
+  edited[size / 4] ^= 0x5a;
+  testing::WriteFile(dir_ / "edited", edited);
+  std::vector<uint64_t> seen;
+  auto batch = (*s)->NewBatch();
+  batch->SetProgress([&](uint64_t bytes) { seen.push_back(bytes); });
+  auto r = batch->AddFile(dir_ / "edited");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(batch->Commit().ok());
+  EXPECT_EQ(r->id, internal::Sha256::Of(edited.data(), edited.size()).ObjectId());
+  ASSERT_FALSE(seen.empty());
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_LE(seen[i - 1], seen[i]) << "report " << i;
+  EXPECT_EQ(seen.back(), size);
+}
+
 TEST_F(PublishAgain, UnrelatedContentOfTheSameSizeIsCutAsUsual) {
   auto first = PublishFile(RandomBytes(kSize, 43), "a");
   ASSERT_TRUE(first.ok()) << first.status().ToString();

@@ -25,7 +25,9 @@
 namespace chunkstore::internal {
 
 constexpr int kSchemaVersion = 1;
-// Objects of at least this size are indexed by size (objects_by_size).
+// Objects of at least this size are indexed by size (objects_by_size); the
+// SQL in index.cc repeats it as the literal 1048576, which a partial index
+// needs.
 constexpr uint64_t kSizeIndexedFrom = 1 << 20;
 
 struct ChunkLocation {

@@ -232,7 +232,9 @@ class ProgressSource final : public Source {
     Result<size_t> r = in_.Read(buf, n);
     if (r.ok()) {
       *total_ += *r;
-      if (*total_ - reported_ >= (256u << 10) || *r == 0) {
+      // After a rewind the count drops back and climbs again: report
+      // nothing until it passes what was reported, so it never goes back.
+      if (*total_ >= reported_ + (256u << 10) || (*r == 0 && *total_ >= reported_)) {
         reported_ = *total_;
         fn_(*total_);
       }
