@@ -49,6 +49,14 @@ std::string LogKeyPrefix(int64_t epoch, int64_t ms) {
 
 Status Fail(Index* index, const char* what) { return index->Error(what); }
 
+// The newest log key applied to the cache; "" before the first.
+Result<std::string> NewestApplied(Index* index, std::mutex* index_mu) {
+  std::lock_guard<std::mutex> l(*index_mu);
+  Query q(index->db(), "SELECT max(key) FROM applied_log");
+  if (!q.ok() || q.use().Step() != SQLITE_ROW) return index->Error("cannot read the index cache");
+  return q.use().ColText(0);
+}
+
 Result<int64_t> PackIdByName(Index* index, const std::string& name) {
   Query q(index->db(), "SELECT id FROM packs WHERE name = ?1");
   if (!q.ok()) return Fail(index, "cannot look up a pack");
@@ -271,8 +279,13 @@ Status Bucket::LoadConfig(bool create, const StoreMeta& wanted, StoreMeta* meta,
 
 // ---- log -----------------------------------------------------------------
 
-std::string Bucket::NewLogKey(int64_t epoch) const {
-  return LogKeyPrefix(epoch, NowMs()) + "-" + RandomHex(8);
+std::string Bucket::NewLogKey(int64_t epoch, const std::string& newest) const {
+  // A record must sort after every record its writer could have seen (a
+  // tag after the publish of its object), also within one millisecond and
+  // when this clock is behind the writer of the newest one.
+  int64_t ms = NowMs(), e = 0, newest_ms = 0;
+  if (ParseLogKey(newest, &e, &newest_ms) && e == epoch) ms = std::max(ms, newest_ms + 1);
+  return LogKeyPrefix(epoch, ms) + "-" + RandomHex(8);
 }
 
 Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<std::string>& keys) {
@@ -337,16 +350,11 @@ Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<s
 
 Status Bucket::Refresh(Index* index, std::mutex* index_mu) {
   std::lock_guard<std::mutex> refresh(refresh_mu_);
-  std::string newest;
-  {
-    std::lock_guard<std::mutex> l(*index_mu);
-    Query q(index->db(), "SELECT max(key) FROM applied_log");
-    if (!q.ok() || q.use().Step() != SQLITE_ROW) return index->Error("cannot read the index cache");
-    newest = q.use().ColText(0);
-  }
+  Result<std::string> newest = NewestApplied(index, index_mu);
+  if (!newest.ok()) return newest.status();
   std::string start_after;
   int64_t epoch = 0, ms = 0;
-  if (ParseLogKey(newest, &epoch, &ms)) {
+  if (ParseLogKey(*newest, &epoch, &ms)) {
     if (epoch > epoch_.load()) epoch_.store(epoch);
     start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
   }
@@ -373,7 +381,9 @@ Status Bucket::Write(Index* index, std::mutex* index_mu, const LogRecord& r,
   // No refresh of this process may list the new key and apply it between
   // the PUT and the application below.
   std::lock_guard<std::mutex> refresh(refresh_mu_);
-  const std::string key = NewLogKey(epoch_.load() + (r.kind == LogRecord::kGc ? 1 : 0));
+  Result<std::string> newest = NewestApplied(index, index_mu);
+  if (!newest.ok()) return newest.status();
+  const std::string key = NewLogKey(epoch_.load() + (r.kind == LogRecord::kGc ? 1 : 0), *newest);
   const std::string bytes = EncodeLogRecord(r);
   CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()));
   // The change is in the bucket now; what follows only updates the cache,

@@ -149,7 +149,8 @@ class Bucket {
 
  private:
   Status ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<std::string>& keys);
-  std::string NewLogKey(int64_t epoch) const;
+  // newest: the newest key applied to the cache ("" if none).
+  std::string NewLogKey(int64_t epoch, const std::string& newest) const;
 
   std::unique_ptr<BlobStore> owned_;
   BlobStore* blobs_;
