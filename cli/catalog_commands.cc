@@ -27,6 +27,7 @@ int CmdStat(const Globals& g, const std::string& ref) {
     Json j;
     j.BeginObject().Key("id").Str(info->id).Key("size").Num(info->size).Key("chunks").Num(info->chunks);
     j.Key("stored_bytes").Num(info->stored_bytes).Key("compressed_chunks").Num(info->compressed_chunks);
+    j.Key("inline").Bool(info->stored_inline);
     j.Key("created").Str(IsoTime(info->created)).Key("pinned").Bool(info->pinned);
     j.Key("names").BeginArray();
     for (const auto& n : info->names) j.Str(n);
@@ -39,7 +40,8 @@ int CmdStat(const Globals& g, const std::string& ref) {
   Print("id:          " + info->id + "\nsize:        " + HumanSize(info->size) + " (" +
         std::to_string(info->size) + " bytes)\nchunks:      " + std::to_string(info->chunks) +
         "\nstored:      " + HumanSize(info->stored_bytes) + " (" + std::to_string(info->stored_bytes) +
-        " bytes, distinct chunks with headers)\ncompression: " +
+        (info->stored_inline ? " bytes, inline in the index)" : " bytes, distinct chunks with headers)") +
+        "\ncompression: " +
         std::to_string(info->compressed_chunks) + " of its distinct chunks stored compressed\ncreated:     " +
         HumanTime(info->created) + "\nkept:        " +
         (info->pinned ? "yes (published without a name)" : "while a name points at it") +
@@ -222,6 +224,7 @@ int CmdStats(const Globals& g) {
     j.BeginObject().Key("objects").Num(st->objects).Key("names").Num(st->names).Key("chunks").Num(st->chunks);
     j.Key("logical_bytes").Num(st->logical_bytes).Key("unique_bytes").Num(st->unique_bytes);
     j.Key("stored_bytes").Num(st->stored_bytes).Key("dedupe_ratio").Real(st->dedupe_ratio());
+    j.Key("inline_objects").Num(st->inline_objects).Key("inline_bytes").Num(st->inline_bytes);
     j.Key("compression_ratio").Real(st->compression_ratio()).Key("pack_count").Num(st->pack_count);
     j.Key("pack_bytes").Num(st->pack_bytes).Key("garbage_bytes").Num(st->garbage_bytes).EndObject();
     Print(j.str() + "\n");
@@ -232,6 +235,7 @@ int CmdStats(const Globals& g) {
                 st->dedupe_ratio(), st->compression_ratio());
   Print("objects:           " + std::to_string(st->objects) + "\nnames:             " +
         std::to_string(st->names) + "\nchunks:            " + std::to_string(st->chunks) +
+        "\ninline objects:    " + std::to_string(st->inline_objects) + " (" + HumanSize(st->inline_bytes) + ")" +
         "\nlogical bytes:     " + HumanSize(st->logical_bytes) + "\nunique bytes:      " +
         HumanSize(st->unique_bytes) + "\nstored bytes:      " + HumanSize(st->stored_bytes) + "\n" +
         ratios + "packs:             " + std::to_string(st->pack_count) + " (" +

@@ -104,12 +104,18 @@ Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool crea
 
 void Print(const std::string& s) { std::cout << s << std::flush; }
 
-int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression) {
+int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression,
+            uint32_t inline_max) {
   Status v = params.Validate();
   if (!v.ok()) return Fail(v, kUsage);
   chunkstore::Options o;
   o.chunking = params;
   o.compression = !no_compression;
+  o.inline_max = inline_max;
+  if (inline_max > 4096)
+    return Fail(Status::InvalidArgument("--inline-max " + std::to_string(inline_max) +
+                                        " is out of range: it must be 0 to 4096"),
+                kUsage);
   o.error_if_exists = true;
   auto store = chunkstore::Store::Open(StoreDir(g), o);
   if (!store.ok()) return FailOpen(store.status());
@@ -118,12 +124,13 @@ int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_c
     Json j;
     j.BeginObject().Key("store").Str((*store)->dir()).Key("chunk_min").Num(c.min_size);
     j.Key("chunk_avg").Num(c.avg_size).Key("chunk_max").Num(c.max_size).Key("level").Int(c.level);
-    j.Key("compression").Bool(!no_compression).EndObject();
+    j.Key("compression").Bool(!no_compression).Key("inline_max").Num((*store)->inline_max()).EndObject();
     Print(j.str() + "\n");
   } else if (!g.quiet) {
     Print("created store " + (*store)->dir() + " (chunks " + std::to_string(c.min_size) + "/" +
           std::to_string(c.avg_size) + "/" + std::to_string(c.max_size) + ", level " +
-          std::to_string(c.level) + ", compression " + (no_compression ? "off" : "on") + ")\n");
+          std::to_string(c.level) + ", compression " + (no_compression ? "off" : "on") +
+          ", inline up to " + std::to_string((*store)->inline_max()) + " bytes)\n");
   }
   return kOk;
 }

@@ -21,7 +21,8 @@ struct PublishArgs {
   std::string name_prefix;
 };
 
-int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression);
+int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression,
+            uint32_t inline_max);
 int CmdPublish(const Globals& g, const PublishArgs& a);
 int CmdCat(const Globals& g, const std::string& ref, const std::string& offset,
            const std::string& length, const std::string& out_path);

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "chunkstore/options.h"
 #include "chunkstore/version.h"
 #include "commands.h"
 #include "output.h"
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   auto* init = app.add_subcommand("init", "Create a store (publish also creates one)");
   chunk_flags(init);
   init->add_flag("--no-compression", no_compression, "Never compress chunks in this store");
+  uint32_t inline_max = chunkstore::Options().inline_max;
+  init->add_option("--inline-max", inline_max,
+                   "Objects up to N bytes live in the index (default 512, max 4096)")
+      ->option_text("N");
 
   PublishArgs pub;
   auto* publish = app.add_subcommand("publish", "Store files, directories or stdin (-); print ids");
@@ -121,7 +126,7 @@ int main(int argc, char** argv) {
     std::cerr << "chunkstore: " << e.what() << "\n(run 'chunkstore --help' for usage)\n";
     return kUsage;
   }
-  if (*init) return CmdInit(g, params, no_compression);
+  if (*init) return CmdInit(g, params, no_compression, inline_max);
   if (*publish) return CmdPublish(g, pub);
   if (*cat) return CmdCat(g, ref, offset, length, out_path);
   if (*stat) return CmdStat(g, ref);

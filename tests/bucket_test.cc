@@ -270,6 +270,24 @@ TEST_P(BucketTest, PublishReadAndRangeReadsRoundTrip) {
   EXPECT_TRUE(e->empty());
 }
 
+TEST_P(BucketTest, SmallObjectsAreChunksNotInlineAndSurviveARebuild) {
+  // The cache index can be rebuilt from the bucket only if every byte is
+  // in a pack there: a bucket store keeps no content in its index.
+  Options o = SmallChunks();
+  o.inline_max = 512;
+  auto store = OpenMachine(dir_ / "a", o);
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->inline_max(), 0u);
+  auto r = store->PublishBytes("tiny", 4, "tiny");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->chunks, 1u);
+  EXPECT_FALSE(store->Stat("tiny")->stored_inline);
+  ASSERT_TRUE(store->RebuildIndex().ok());
+  auto back = ReadObject(*store, "tiny");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(std::string(back->begin(), back->end()), "tiny");
+}
+
 TEST_P(BucketTest, RepublishAddsNoBlobAndAnEditAddsAboutOneChunk) {
   auto store = OpenMachine(dir_ / "a");
   ASSERT_TRUE(store);

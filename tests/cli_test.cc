@@ -290,6 +290,39 @@ TEST_F(Cli, InitRecordsParametersAndRefusesTwice) {
   EXPECT_EQ(r.code, 2);
 }
 
+TEST_F(Cli, InitInlineMaxDecidesWhereSmallFilesLive) {
+  EXPECT_EQ(Cs({"init", "--inline-max", "4097"}).code, 2);
+  EXPECT_FALSE(std::filesystem::exists(store() + "/index.db"));
+  Outcome r = Cs({"init", "--inline-max", "0", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["inline_max"].u64(), 0u);
+  const auto small = RandomBytes(300, 3);
+  const std::string f = Write("small", small);
+  r = Cs({"publish", "--json", "--name", "s", f});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["published"][0]["chunks"].u64(), 1u);
+  r = Cs({"stat", "--json", "s"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(ParseJson(r.out)["inline"].b);
+  // The default: a small file lives in the index, and cat verifies it.
+  std::filesystem::remove_all(store());
+  r = Cs({"init"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("inline up to 512 bytes"), std::string::npos) << r.out;
+  const std::string id = IdLine(Cs({"publish", "--name", "s", f}).out);
+  r = Cs({"stat", "s"});
+  EXPECT_NE(r.out.find("inline in the index"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chunks:      0"), std::string::npos) << r.out;
+  r = Cs({"cat", "s"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_TRUE(r.out == std::string(small.begin(), small.end()));
+  r = Cs({"stats", "--json"});
+  EXPECT_EQ(ParseJson(r.out)["inline_objects"].u64(), 1u);
+  EXPECT_TRUE(std::filesystem::is_empty(store() + "/packs"));
+  EXPECT_EQ(Cs({"verify"}).code, 0);
+  EXPECT_FALSE(id.empty());
+}
+
 TEST_F(Cli, PublishDirectoryWithNamePrefixInOneTransaction) {
   std::filesystem::create_directories(dir_ / "tree/sub");
   std::ofstream(dir_ / "tree/a.txt") << "alpha";

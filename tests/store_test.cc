@@ -650,7 +650,9 @@ TEST(Corruption, SingleChunkObjectWithItsChunkRowGoneFailsAtOpen) {
   TempDir dir;
   std::string id;
   {
-    auto s = *Store::Open(dir / "s", SmallChunks());
+    Options o = SmallChunks();
+    o.inline_max = 0;  // a chunk, not an inline object
+    auto s = *Store::Open(dir / "s", o);
     id = s->PublishBytes("small object", 12)->id;
     ASSERT_EQ(s->Chunks(id)->size(), 1u);
   }

@@ -105,7 +105,10 @@ Status ApplyLogRecord(Index* index, const LogRecord& r, std::vector<int64_t>* ve
                                    [&](Use& u) { u.Id(1, c.id); }, "cannot record a chunk"));
     CHUNKSTORE_RETURN_IF_ERROR(index->InsertChunk(c.id, loc));
   }
-  for (const auto& ob : r.objects) CHUNKSTORE_RETURN_IF_ERROR(index->InsertObject(ob));
+  for (const auto& ob : r.objects) {
+    Result<bool> added = index->InsertObject(ob);
+    if (!added.ok()) return added.status();
+  }
   for (const auto& [name, object] : r.names) {
     Result<std::optional<ObjectRow>> ob = index->FindObject(object);
     if (!ob.ok()) return ob.status();

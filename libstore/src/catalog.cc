@@ -59,8 +59,11 @@ Result<ObjectInfo> Store::Stat(const std::string& ref) {
   info.chunks = row->chunk_count;
   info.created = row->created;
   info.pinned = row->pinned;
+  info.stored_inline = IsInline(row->size, row->chunk_count);
+  if (info.stored_inline) info.stored_bytes = row->manifest.size();
   Result<std::vector<ManifestEntry>> entries =
-      DecodeManifest(*id, row->size, row->manifest.data(), row->manifest.size());
+      info.stored_inline ? std::vector<ManifestEntry>{}
+                         : DecodeManifest(*id, row->size, row->manifest.data(), row->manifest.size());
   if (!entries.ok())
     return Status::Corruption("object " + info.id + ": " + entries.status().message(), info.id);
   std::lock_guard<std::mutex> l(impl_->db_mu);
@@ -266,13 +269,20 @@ Result<StoreStats> Store::Stats() {
       st.stored_bytes = static_cast<uint64_t>(u.ColInt(2)) + st.chunks * kRecordHeaderSize;
     });
   if (s.ok())
+    s = one_row("SELECT count(*), total(size) FROM objects WHERE chunk_count = 0 AND size > 0", [&](Use& u) {
+      st.inline_objects = static_cast<uint64_t>(u.ColInt(0));
+      st.inline_bytes = static_cast<uint64_t>(u.ColInt(1));
+    });
+  st.unique_bytes += st.inline_bytes;
+  st.stored_bytes += st.inline_bytes;
+  if (s.ok())
     s = one_row("SELECT count(*), total(size) FROM packs", [&](Use& u) {
       st.pack_count = static_cast<uint64_t>(u.ColInt(0));
       st.pack_bytes = static_cast<uint64_t>(u.ColInt(1));
     });
   index->Exec("COMMIT");
   if (!s.ok()) return s;
-  const uint64_t used = st.stored_bytes + st.pack_count * kPackHeaderSize;
+  const uint64_t used = st.stored_bytes - st.inline_bytes + st.pack_count * kPackHeaderSize;
   st.garbage_bytes = st.pack_bytes > used ? st.pack_bytes - used : 0;
   return st;
 }

@@ -52,16 +52,27 @@ Status internal::FindGarbage(Index* index, Garbage* g) {
   std::unordered_set<Digest, DigestHash> dead_set(g->dead_objects.begin(), g->dead_objects.end());
   std::unordered_set<Digest, DigestHash> live;
   {
-    Query q(db, "SELECT id, size, manifest FROM objects");
+    Query q(db, "SELECT id, size, manifest, chunk_count FROM objects");
     if (!q.ok()) return index->Error("gc cannot read manifests");
     int rc;
     while ((rc = q.use().Step()) == SQLITE_ROW) {
       Digest oid;
       q.use().ColId(0, &oid);
       if (dead_set.count(oid)) continue;
+      const uint64_t size = static_cast<uint64_t>(q.use().ColInt(1));
       const std::string blob = q.use().ColBlob(2);
+      if (IsInline(size, static_cast<uint32_t>(q.use().ColInt(3)))) {
+        // Needs no chunk, if it is what it seems: a damaged chunk list
+        // must not pass for inline content and free the chunks it names.
+        Status s = CheckInline(oid, size, blob);
+        if (!s.ok())
+          return Status::Corruption("gc stopped: object " + oid.ObjectId() + " has damaged inline content (" +
+                                        s.message() + "); run verify",
+                                    oid.ObjectId());
+        continue;
+      }
       Result<std::vector<ManifestEntry>> entries =
-          DecodeManifest(oid, static_cast<uint64_t>(q.use().ColInt(1)), blob.data(), blob.size());
+          DecodeManifest(oid, size, blob.data(), blob.size());
       if (!entries.ok()) {
         // Never guess what a damaged manifest needs: collect nothing.
         return Status::Corruption("gc stopped: object " + oid.ObjectId() + " has a damaged manifest (" +

@@ -45,9 +45,24 @@ CREATE INDEX names_by_object ON names(object);
 
 }  // namespace
 
+Status ValidateInlineMax(uint32_t inline_max, const ChunkerParams& chunking) {
+  if (inline_max > kInlineMaxLimit)
+    return Status::InvalidArgument("inline limit " + std::to_string(inline_max) +
+                                   " is out of range: it must be 0 to " + std::to_string(kInlineMaxLimit));
+  if (inline_max > 0 && inline_max >= chunking.min_size)
+    return Status::InvalidArgument("inline limit " + std::to_string(inline_max) +
+                                   " must be smaller than the chunk min size " +
+                                   std::to_string(chunking.min_size));
+  return Status::OK();
+}
+
+uint32_t EffectiveInlineMax(uint32_t inline_max, const ChunkerParams& chunking) {
+  return inline_max < chunking.min_size ? inline_max : chunking.min_size - 1;
+}
+
 struct Index::Statements {
   Stmt find_chunk, insert_chunk, insert_pack, set_pack_size, find_pack, list_packs;
-  Stmt find_object, find_object_of_size, find_object_chunk, insert_object, find_prefix, insert_name, find_name,
+  Stmt find_object, find_object_of_size, find_object_chunk, insert_object, pin_object, find_prefix, insert_name, find_name,
       find_latest_name;
   Stmt begin, begin_read, commit, rollback, data_version;
 };
@@ -106,12 +121,15 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const StoreM
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec("BEGIN"));
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec(kSchema));
     const auto& c = create->chunking;
-    const std::string meta =
+    // Only a store that may hold inline objects needs the newer version.
+    const int version = create->inline_max > 0 ? kSchemaVersion : 1;
+    std::string meta =
         "INSERT INTO meta VALUES('format','chunkstore'),('schema_version','" +
-        std::to_string(kSchemaVersion) + "'),('chunk_min','" + std::to_string(c.min_size) +
+        std::to_string(version) + "'),('chunk_min','" + std::to_string(c.min_size) +
         "'),('chunk_avg','" + std::to_string(c.avg_size) + "'),('chunk_max','" +
         std::to_string(c.max_size) + "'),('chunk_level','" + std::to_string(c.level) +
         "'),('compression','" + (create->compression ? "zlib" : "none") + "')";
+    if (create->inline_max > 0) meta += ",('inline_max','" + std::to_string(create->inline_max) + "')";
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec(meta.c_str()));
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec("COMMIT"));
   }
@@ -152,6 +170,7 @@ Status Index::LoadMeta() {
     else if (key == "chunk_max") meta_.chunking.max_size = num();
     else if (key == "chunk_level") meta_.chunking.level = static_cast<int>(num());
     else if (key == "compression") meta_.compression = value == "zlib";
+    else if (key == "inline_max") meta_.inline_max = num();
   }
   sqlite3_finalize(s);
   if (rc != SQLITE_DONE) return Error("cannot read store metadata");
@@ -164,6 +183,11 @@ Status Index::LoadMeta() {
   if (version < 1) return Status::Corruption("the store's schema version is missing");
   CHUNKSTORE_RETURN_IF_ERROR(
       meta_.chunking.Validate().WithContext("the store records invalid chunk parameters"));
+  if (meta_.inline_max > 0 && version < 2)
+    return Status::Corruption("the store records an inline limit but schema version " +
+                              std::to_string(version));
+  CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(meta_.inline_max, meta_.chunking)
+                                 .WithContext("the store records an invalid inline limit"));
   return Status::OK();
 }
 
@@ -188,10 +212,9 @@ Status Index::Prepare() {
       {&st_->find_object_chunk,
        "SELECT o.size, o.chunk_count, o.manifest, o.created, o.pinned, c.pack, c.offset, c.raw_len, "
        "c.stored_len, c.codec, c.xxh64 FROM objects o LEFT JOIN chunks c "
-       "ON c.id = substr(o.manifest, 1, 32) WHERE o.id=?1"},
-      {&st_->insert_object,
-       "INSERT INTO objects VALUES(?1,?2,?3,?4,?5,?6) "
-       "ON CONFLICT(id) DO UPDATE SET pinned = max(pinned, excluded.pinned)"},
+       "ON o.chunk_count > 0 AND c.id = substr(o.manifest, 1, 32) WHERE o.id=?1"},
+      {&st_->insert_object, "INSERT OR IGNORE INTO objects VALUES(?1,?2,?3,?4,?5,?6)"},
+      {&st_->pin_object, "UPDATE objects SET pinned = 1 WHERE id=?1 AND pinned = 0"},
       {&st_->find_prefix, "SELECT id FROM objects WHERE id>=?1 AND id<=?2 LIMIT ?3"},
       {&st_->insert_name,
        "INSERT INTO names SELECT ?1, coalesce(max(version), 0) + 1, ?2, ?3 FROM names "
@@ -341,7 +364,7 @@ Result<Index::ChangeMark> Index::Mark() {
   return m;
 }
 
-Status Index::InsertObject(const ObjectRow& row) {
+Result<bool> Index::InsertObject(const ObjectRow& row) {
   Use u(st_->insert_object);
   u.Id(1, row.id)
       .Int(2, static_cast<int64_t>(row.size))
@@ -350,7 +373,13 @@ Status Index::InsertObject(const ObjectRow& row) {
       .Int(5, row.created)
       .Int(6, row.pinned ? 1 : 0);
   if (u.Step() != SQLITE_DONE) return Error("cannot record an object");
-  return Status::OK();
+  if (sqlite3_changes(db_) > 0) return true;
+  if (row.pinned) {
+    Use p(st_->pin_object);
+    p.Id(1, row.id);
+    if (p.Step() != SQLITE_DONE) return Error("cannot record an object");
+  }
+  return false;
 }
 
 Result<std::vector<Digest>> Index::FindObjectsByPrefix(const std::string& hex_prefix, int limit) {

@@ -24,7 +24,11 @@
 
 namespace chunkstore::internal {
 
-constexpr int kSchemaVersion = 1;
+// Version 2 stores may hold inline objects (see StoreMeta::inline_max);
+// stores created with inline_max 0 keep version 1, which older versions of
+// chunkstore still open.
+constexpr int kSchemaVersion = 2;
+constexpr uint32_t kInlineMaxLimit = 4096;
 // Objects of at least this size are indexed by size (objects_by_size); the
 // SQL in index.cc repeats it as the literal 1048576, which a partial index
 // needs.
@@ -65,7 +69,17 @@ struct NameRow {
 struct StoreMeta {
   ChunkerParams chunking;
   bool compression = true;
+  // Objects of 1 to inline_max bytes are stored inline: their row has
+  // chunk_count 0 and the content itself in place of the manifest.
+  uint32_t inline_max = 0;
 };
+
+// At most kInlineMaxLimit, and below the chunk min size (so an inline
+// candidate is always a single chunk); InvalidArgument otherwise.
+Status ValidateInlineMax(uint32_t inline_max, const ChunkerParams& chunking);
+// What a new store records for a requested inline_max: lowered below the
+// chunk min size.
+uint32_t EffectiveInlineMax(uint32_t inline_max, const ChunkerParams& chunking);
 
 class Index {
  public:
@@ -106,7 +120,9 @@ class Index {
   // kSizeIndexedFrom): a likely earlier version of a file of that size,
   // which a publish verifies chunk by chunk instead of chunking again.
   Result<std::optional<ObjectRow>> FindObjectOfSize(uint64_t size);
-  Status InsertObject(const ObjectRow& row);  // ignored if present
+  // Records an object; if its id is present already, only pins it (when
+  // row.pinned). Returns whether the row is new.
+  Result<bool> InsertObject(const ObjectRow& row);
   // Ids of objects whose id starts with the given hex digits (at most limit).
   Result<std::vector<Digest>> FindObjectsByPrefix(const std::string& hex_prefix, int limit);
 

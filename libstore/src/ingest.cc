@@ -63,7 +63,8 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
     c.offset = out.size;
     c.length = static_cast<uint32_t>(n);
     c.data = data;
-    ProcessChunk(c, cfg.compress, sink);
+    c.whole_input = whole_input;
+    ProcessChunk(c, cfg.compress && !(whole_input && n <= cfg.inline_max), sink);
     if (whole_input) {
       out.object_id = c.id;
     } else {
@@ -82,7 +83,8 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
       c.offset = 0;
       c.length = static_cast<uint32_t>(n);
       c.data = whole;
-      ProcessChunk(c, cfg.compress, sink);
+      c.whole_input = true;
+      ProcessChunk(c, cfg.compress && n > cfg.inline_max, sink);
       out.size = n;
       out.chunks = 1;
       out.object_id = c.id;
@@ -201,7 +203,10 @@ class Pipeline {
     return error_;
   }
 
-  void Process(Slot& s) { s.differs = !ProcessChunk(s.chunk, cfg_.compress, sink_, s.expect); }
+  void Process(Slot& s) {
+    const bool stays_raw = s.chunk.whole_input && s.chunk.length <= cfg_.inline_max;
+    s.differs = !ProcessChunk(s.chunk, cfg_.compress && !stays_raw, sink_, s.expect);
+  }
 
   // A slot that held an unusually large chunk gives back the pages above
   // twice the average size, so resident memory stays flat however many
@@ -284,6 +289,7 @@ class Pipeline {
         s->chunk.offset = offset;
         s->chunk.length = static_cast<uint32_t>(len);
         s->chunk.data = whole + offset;
+        s->chunk.whole_input = len == n;
         Publish();
         offset += len;
       }
@@ -315,6 +321,7 @@ class Pipeline {
       s->chunk.offset = offset;
       s->chunk.length = static_cast<uint32_t>(len);
       s->chunk.data = buf;
+      s->chunk.whole_input = offset == 0 && eof && carried == 0;
       offset += len;
       Publish();
     }
@@ -356,6 +363,7 @@ class Pipeline {
       }
       s->chunk.offset = offset;
       s->chunk.length = static_cast<uint32_t>(got);
+      s->chunk.whole_input = false;  // inputs checked this way are >= 1 MiB
       s->expect = &e[i].id;
       if (differs) {
         s->differs = true;

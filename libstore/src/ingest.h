@@ -28,6 +28,7 @@ struct IngestedChunk {
   Digest id;
   const uint8_t* data = nullptr;  // valid only inside IngestSink::Accept
   bool known = false;             // the sink said it already has this chunk
+  bool whole_input = false;       // this chunk is all of the input
   bool compressed = false;        // packed holds a zlib form worth storing
   std::vector<uint8_t> packed;
 };
@@ -47,6 +48,9 @@ struct IngestConfig {
   ChunkerParams chunking;
   bool compress = true;
   unsigned threads = 2;  // total threads to use; 1 = everything inline
+  // An input of 1 to inline_max bytes becomes an inline object, stored as
+  // it is: no compression is attempted for it.
+  uint32_t inline_max = 0;
   // A likely earlier version of the input (same size), or nullptr. Its
   // chunks are checked in order at its cut points instead of being cut
   // again; from the first chunk that differs on, the input is cut as

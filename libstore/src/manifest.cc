@@ -69,4 +69,13 @@ Result<std::vector<ManifestEntry>> DecodeManifest(const Digest& object, uint64_t
   return entries;
 }
 
+Status CheckInline(const Digest& object, uint64_t size, const std::string& content) {
+  if (content.size() != size)
+    return Status::Corruption("inline content has " + std::to_string(content.size()) +
+                              " bytes, but the object's size is " + std::to_string(size));
+  if (Sha256::Of(content.data(), content.size()) != object)
+    return Status::Corruption("inline content does not match its SHA-256");
+  return Status::OK();
+}
+
 }  // namespace chunkstore::internal

@@ -27,6 +27,15 @@ constexpr size_t kManifestCheckSize = 8;
 std::string EncodeManifest(const Digest& object, uint64_t size,
                            const std::vector<ManifestEntry>& entries);
 
+// Inline objects (stores created with inline_max > 0): a non-empty object
+// whose index row has chunk_count 0 keeps its content in place of the
+// manifest. Nothing else marks it: the content's SHA-256 must be the
+// object id, which is what CheckInline tests (Corruption otherwise, so a
+// damaged row never passes for inline content, nor inline content for a
+// chunk list).
+inline bool IsInline(uint64_t size, uint32_t chunk_count) { return chunk_count == 0 && size > 0; }
+Status CheckInline(const Digest& object, uint64_t size, const std::string& content);
+
 // Checks the blob's shape, its check value, every length (1 byte to
 // 16 MiB) and that the lengths sum to size; Corruption otherwise.
 Result<std::vector<ManifestEntry>> DecodeManifest(const Digest& object, uint64_t size,

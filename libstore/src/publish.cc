@@ -9,6 +9,7 @@
 // A crash before 3 leaves bytes past the pack's committed length, which no
 // row points at; the next writer of that pack cuts them off.
 #include <chrono>
+#include <optional>
 
 #include "compress.h"
 #include "ingest.h"
@@ -204,7 +205,7 @@ namespace internal {
 class SessionSink final : public IngestSink {
  public:
   SessionSink(PublishSession* session, PublishResult* result)
-      : session_(session), result_(result) {}
+      : session_(session), result_(result), inline_max_(session->store_->meta.inline_max) {}
 
   bool IsKnown(const Digest& id, uint32_t length) override {
     if (length < kDeferBelow) return false;  // looked up later, in a group
@@ -214,6 +215,10 @@ class SessionSink final : public IngestSink {
   }
 
   Status Accept(IngestedChunk& c) override {
+    if (c.whole_input && c.length <= inline_max_) {  // an inline object: no chunk to store
+      inline_content.emplace(reinterpret_cast<const char*>(c.data), c.length);
+      return Status::OK();
+    }
     entries.push_back({c.id, c.length});
     if (session_->written_.count(c.id)) {
       ++result_->reused_chunks;
@@ -237,10 +242,12 @@ class SessionSink final : public IngestSink {
   }
 
   std::vector<ManifestEntry> entries;
+  std::optional<std::string> inline_content;  // set for an inline object
 
  private:
   PublishSession* session_;
   PublishResult* result_;
+  const uint32_t inline_max_;
 };
 
 PublishSession::~PublishSession() {
@@ -441,6 +448,26 @@ Status PublishSession::FinishObject(const Digest& id, uint64_t size,
   return Status::OK();
 }
 
+Status PublishSession::FinishInline(const Digest& id, std::string content, const std::string& name,
+                                    PublishResult result) {
+  ObjectRow row;
+  row.id = id;
+  row.size = content.size();
+  row.chunk_count = 0;
+  result.new_bytes += content.size();
+  row.manifest = std::move(content);
+  row.created = NowSeconds();
+  row.pinned = name.empty();
+  objects_.push_back(std::move(row));
+  names_.emplace_back(name, id);
+  result.id = id.ObjectId();
+  result.size = objects_.back().size;
+  result.chunks = 0;
+  result.name = name;
+  results_.push_back(std::move(result));
+  return Status::OK();
+}
+
 Status PublishSession::TakeMark() {
   if (mark_ || store_->bucket) return Status::OK();
   std::lock_guard<std::mutex> l(store_->db_mu);
@@ -461,10 +488,15 @@ Result<PublishResult> PublishSession::AddSource(Source& source, const std::strin
   cfg.chunking = store_->meta.chunking;
   cfg.compress = store_->meta.compression;
   cfg.threads = store_->threads;
+  cfg.inline_max = store_->meta.inline_max;
   const std::vector<ManifestEntry> expected = store_->EarlierVersion(source, cfg);
   if (!expected.empty()) cfg.expected = &expected;
   Result<IngestOutcome> out = Ingest(source, cfg, &sink);
   if (!out.ok()) return out.status().WithContext("cannot publish " + source.Describe());
+  if (sink.inline_content) {
+    CHUNKSTORE_RETURN_IF_ERROR(FinishInline(out->object_id, std::move(*sink.inline_content), name, result));
+    return results_.back();
+  }
   CHUNKSTORE_RETURN_IF_ERROR(
       FinishObject(out->object_id, out->size, std::move(sink.entries), name, result));
   return results_.back();
@@ -486,6 +518,15 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p
   }
   PublishResult result;
   std::vector<uint8_t> raw, packed;
+  if (p.size > 0 && p.size <= store_->meta.inline_max && p.entries.size() == 1) {
+    raw.resize(p.size);
+    CHUNKSTORE_RETURN_IF_ERROR(p.ReadContent(0, raw.data(), raw.size()));
+    if (Sha256::Of(raw.data(), raw.size()) != p.id)
+      return Status::InvalidArgument("the prepared content changed after it was prepared; prepare it again");
+    CHUNKSTORE_RETURN_IF_ERROR(
+        FinishInline(p.id, std::string(raw.begin(), raw.end()), name, result));
+    return results_.back();
+  }
   uint64_t offset = 0;
   for (const ManifestEntry& e : p.entries) {
     bool known = written_.count(e.id) != 0;
@@ -572,7 +613,10 @@ Status PublishSession::Commit() {
     }
     const int64_t now = NowSeconds();
     for (size_t i = 0; s.ok() && i < objects_.size(); ++i) {
-      s = index->InsertObject(objects_[i]);
+      Result<bool> added = index->InsertObject(objects_[i]);
+      if (!added.ok()) s = added.status();
+      // An inline object already stored added nothing after all.
+      else if (!*added && IsInline(objects_[i].size, objects_[i].chunk_count)) results_[i].new_bytes = 0;
       if (s.ok() && !names_[i].first.empty()) {
         Result<int64_t> v = index->AddName(names_[i].first, names_[i].second, now);
         if (v.ok()) results_[i].version = *v;

@@ -195,6 +195,8 @@ namespace {
 
 class ObjectReader final : public Reader {
  public:
+  using Bytes = ChunkCache::Bytes;
+
   ObjectReader(std::shared_ptr<Store::Impl> store, Digest id, uint64_t size,
                std::vector<ManifestEntry> entries, std::vector<ChunkLocation> locs)
       : store_(std::move(store)),
@@ -214,6 +216,16 @@ class ObjectReader final : public Reader {
     workers_ = store_->threads;
     // From a bucket, fetches wait on the network, not on the cores.
     if (store_->bucket) depth_ = workers_ = std::max(depth_, 16u);
+  }
+
+  // An inline object: its content, already verified, is the one chunk.
+  ObjectReader(std::shared_ptr<Store::Impl> store, Digest id, Bytes content)
+      : store_(std::move(store)), id_(id.ObjectId()), size_(content->size()) {
+    entries_.push_back({id, static_cast<uint32_t>(size_)});
+    locs_.emplace_back();
+    starts_.push_back(0);
+    cur_ = std::move(content);
+    cur_index_ = 0;
   }
 
   ~ObjectReader() override {
@@ -255,8 +267,6 @@ class ObjectReader final : public Reader {
   }
 
  private:
-  using Bytes = ChunkCache::Bytes;
-
   // keep: whether the verified chunk goes into the store's cache. Streaming
   // reads would only evict what random reads come back for, so they skip it.
   Result<Bytes> Fetch(size_t i, bool keep = true) {
@@ -361,6 +371,17 @@ class ObjectReader final : public Reader {
 
 namespace {
 
+// Verifies an inline object's content and hands it to a reader.
+Result<std::unique_ptr<Reader>> InlineReader(const std::shared_ptr<Store::Impl>& impl, const Digest& id,
+                                             const ObjectRow& row) {
+  const std::string oid = id.ObjectId();
+  Status s = CheckInline(id, row.size, row.manifest);
+  if (!s.ok()) return Status::Corruption("object " + oid + ": " + s.message(), oid);
+  std::shared_ptr<Buffer> bytes = impl->buffers.Get(row.manifest.size());
+  std::memcpy(bytes->data(), row.manifest.data(), row.manifest.size());
+  return std::unique_ptr<Reader>(new ObjectReader(impl, id, std::move(bytes)));
+}
+
 // Resolves ref and gathers what a reader needs; db_mu held by the caller.
 Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectRow* row,
                   std::vector<ManifestEntry>* entries, std::vector<ChunkLocation>* locs) {
@@ -368,6 +389,7 @@ Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectR
   if (!found.ok()) return found.status();
   *id = *found;
   const std::string oid = id->ObjectId();
+  if (IsInline(row->size, row->chunk_count)) return Status::OK();  // the caller checks it
   Result<std::vector<ManifestEntry>> decoded =
       DecodeManifest(*id, row->size, row->manifest.data(), row->manifest.size());
   if (!decoded.ok())
@@ -412,6 +434,7 @@ Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
     if (found->has_value() && (*found)->first.chunk_count <= 1) {
       row = std::move((*found)->first);
       id = *full;
+      if (IsInline(row.size, row.chunk_count)) return InlineReader(impl_, id, row);
       const std::string oid = id.ObjectId();
       Result<std::vector<ManifestEntry>> decoded =
           DecodeManifest(id, row.size, row.manifest.data(), row.manifest.size());
@@ -444,6 +467,7 @@ Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
     index->Rollback();
     CHUNKSTORE_RETURN_IF_ERROR(s);
   }
+  if (IsInline(row.size, row.chunk_count)) return InlineReader(impl_, id, row);
   return std::unique_ptr<Reader>(
       new ObjectReader(impl_, id, row.size, std::move(entries), std::move(locs)));
 }

@@ -92,6 +92,7 @@ Store::Store(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;
 
 const ChunkerParams& Store::chunking() const { return impl_->meta.chunking; }
+uint32_t Store::inline_max() const { return impl_->meta.inline_max; }
 const std::string& Store::dir() const { return impl_->dir; }
 
 unsigned internal::ThreadCount(const Options& o) {
@@ -103,6 +104,8 @@ unsigned internal::ThreadCount(const Options& o) {
 Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Options& options) {
   if (dir_in.empty()) return Status::InvalidArgument("the store directory name is empty");
   CHUNKSTORE_RETURN_IF_ERROR(options.chunking.Validate());
+  CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(EffectiveInlineMax(options.inline_max, options.chunking),
+                                               options.chunking));
   if (options.blob_store != nullptr || dir_in.rfind("s3://", 0) == 0) {
     Result<std::shared_ptr<Impl>> bucket = OpenBucketStore(dir_in, options);
     if (!bucket.ok()) return bucket.status();
@@ -141,6 +144,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Opti
       StoreMeta meta;
       meta.chunking = options.chunking;
       meta.compression = options.compression;
+      meta.inline_max = EffectiveInlineMax(options.inline_max, options.chunking);
       CHUNKSTORE_RETURN_IF_ERROR(
           CreateIndexFile(env, dir, meta, options).WithContext("cannot create a store in " + dir));
     }
@@ -166,6 +170,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Opti
 
 Result<std::unique_ptr<Store>> Store::OpenInMemory(const Options& options) {
   CHUNKSTORE_RETURN_IF_ERROR(options.chunking.Validate());
+  CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(EffectiveInlineMax(options.inline_max, options.chunking),
+                                               options.chunking));
   auto impl = std::make_shared<Impl>(options);
   impl->owned_env = Env::NewMemory();
   impl->env = impl->owned_env.get();
@@ -177,6 +183,7 @@ Result<std::unique_ptr<Store>> Store::OpenInMemory(const Options& options) {
   StoreMeta meta;
   meta.chunking = options.chunking;
   meta.compression = options.compression;
+  meta.inline_max = EffectiveInlineMax(options.inline_max, options.chunking);
   Result<std::unique_ptr<Index>> index = Index::Open(":memory:", &meta, false, 0);
   if (!index.ok()) return index.status();
   impl->index = std::move(*index);
@@ -613,6 +620,7 @@ Result<std::vector<ChunkInfo>> Store::Chunks(const std::string& ref) {
   if (!d.ok()) return d.status();
   Result<ObjectRow> row = impl_->LoadObject(*d);
   if (!row.ok()) return row.status();
+  if (IsInline(row->size, row->chunk_count)) return std::vector<ChunkInfo>{};
   Result<std::vector<ManifestEntry>> entries =
       DecodeManifest(*d, row->size, row->manifest.data(), row->manifest.size());
   if (!entries.ok()) return entries.status().WithObject(d->ObjectId());

@@ -98,6 +98,8 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
   StoreMeta wanted;
   wanted.chunking = options.chunking;
   wanted.compression = options.compression;
+  // inline_max stays 0: the cache index must be rebuildable from the
+  // bucket, so every byte goes into a pack there.
   std::string store_id;
   CHUNKSTORE_RETURN_IF_ERROR(
       impl->bucket->LoadConfig(options.create_if_missing, wanted, &impl->meta, &store_id));

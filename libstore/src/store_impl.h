@@ -199,6 +199,9 @@ class PublishSession {
   Status ResolvePending(PublishResult* current);
   Status FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
                       const std::string& name, PublishResult result);
+  // An object kept in its index row (size 1 to meta.inline_max).
+  Status FinishInline(const Digest& id, std::string content, const std::string& name,
+                      PublishResult result);
   void Abort();
   // Bucket stores: takes the shared lock (and refreshes) before the first
   // lookup; sends a full pack on its way while ingest goes on.

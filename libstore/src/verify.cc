@@ -61,6 +61,12 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
   for (const ObjectRow& o : objects) {
     ++report.objects_checked;
     const std::string oid = o.id.ObjectId();
+    if (IsInline(o.size, o.chunk_count)) {
+      Status s = CheckInline(o.id, o.size, o.manifest);
+      if (!s.ok()) problem("bad-inline", oid, "", "", 0, s.message());
+      report.bytes_checked += o.manifest.size();
+      continue;
+    }
     Result<std::vector<ManifestEntry>> entries =
         DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
     if (!entries.ok()) {

@@ -43,6 +43,12 @@ struct Options {
   ChunkerParams chunking;
   // Creation: store chunks zlib-compressed when that saves >= 1/16.
   bool compression = true;
+  // Creation: objects of at most this many bytes keep their content in
+  // their index row, with no chunk row and no pack record (default 512;
+  // 0 = never; at most 4096; lowered to chunking.min_size - 1 if that is
+  // smaller, so an inline object is always a single chunk's worth). Bucket
+  // stores never keep content in their index, which is only a cache there.
+  uint32_t inline_max = 512;
   // Create the store when the directory is missing or empty (default true).
   // A non-empty directory that is not a store is never touched.
   bool create_if_missing = true;

@@ -36,9 +36,10 @@ namespace chunkstore {
 struct PublishResult {
   std::string id;             // "sha256:<hex>"
   uint64_t size = 0;          // bytes of content
-  uint64_t chunks = 0;        // chunks in the manifest
+  uint64_t chunks = 0;        // chunks in the manifest (0: an inline object)
   uint64_t reused_chunks = 0; // chunks that were already stored
-  uint64_t new_bytes = 0;     // pack bytes this publish appended (headers included)
+  uint64_t new_bytes = 0;     // pack bytes this publish appended (headers included);
+                              // a new inline object: its size
   std::string name;           // the name given, if any
   int64_t version = 0;        // the name's new version number (0 if no name)
 };
@@ -54,6 +55,8 @@ struct ObjectInfo {
   uint64_t size = 0;
   uint64_t chunks = 0;
   uint64_t stored_bytes = 0;        // pack bytes of its distinct chunks, headers included
+                                    // (an inline object: its content's size)
+  bool stored_inline = false;       // content kept in the index row, no chunks
   uint64_t compressed_chunks = 0;   // distinct chunks stored zlib-compressed
   int64_t created = 0;              // unix seconds of the first publish
   bool pinned = false;              // published without a name: kept until removed
@@ -97,8 +100,9 @@ struct VerifyOptions {
 };
 
 struct VerifyProblem {
-  std::string kind;       // "corrupt-chunk", "missing-chunk", "bad-manifest", "missing-pack",
-                          // "short-pack", "bad-pack-header", "orphan-pack" (a warning only)
+  std::string kind;       // "corrupt-chunk", "missing-chunk", "bad-manifest", "bad-inline",
+                          // "missing-pack", "short-pack", "bad-pack-header",
+                          // "orphan-pack" (a warning only)
   std::string object_id;  // may be empty
   std::string chunk_id;   // may be empty
   std::string pack;       // pack file name, may be empty
@@ -109,7 +113,7 @@ struct VerifyProblem {
 struct VerifyReport {
   uint64_t objects_checked = 0;
   uint64_t chunks_checked = 0;
-  uint64_t bytes_checked = 0;  // stored bytes read
+  uint64_t bytes_checked = 0;  // stored bytes read (pack records, inline content)
   std::vector<VerifyProblem> problems;
   // True when some problem is damage (anything but a warning).
   bool corrupt() const;
@@ -120,8 +124,11 @@ struct StoreStats {
   uint64_t names = 0;          // distinct names
   uint64_t chunks = 0;
   uint64_t logical_bytes = 0;  // sum of object sizes
-  uint64_t unique_bytes = 0;   // raw bytes of distinct chunks
-  uint64_t stored_bytes = 0;   // pack bytes of indexed records, headers included
+  uint64_t unique_bytes = 0;   // raw bytes of distinct chunks and inline objects
+  uint64_t stored_bytes = 0;   // pack bytes of indexed records, headers included,
+                               // and the content of inline objects
+  uint64_t inline_objects = 0; // objects kept in their index row
+  uint64_t inline_bytes = 0;   // their content
   uint64_t pack_count = 0;
   uint64_t pack_bytes = 0;     // size of committed pack data
   uint64_t garbage_bytes = 0;  // pack bytes no indexed chunk uses
@@ -232,9 +239,10 @@ class Store {
   // (N-th version, 1 = first) or NAME@latest.
   Result<std::string> Resolve(const std::string& ref);
   // Opens a verified reader. Checks the manifest (lengths sum to the size;
-  // every chunk is indexed) before returning.
+  // every chunk is indexed) before returning; an inline object's content
+  // is verified then.
   Result<std::unique_ptr<Reader>> OpenReader(const std::string& ref);
-  // The object's chunks, in order.
+  // The object's chunks, in order (none for an inline object).
   Result<std::vector<ChunkInfo>> Chunks(const std::string& ref);
 
   // True if ref resolves to a stored object (malformed refs are errors).
@@ -274,6 +282,8 @@ class Store {
 
   // The chunking this store uses (fixed when it was created).
   const ChunkerParams& chunking() const;
+  // Objects of 1 to inline_max() bytes are kept in their index row (0: none).
+  uint32_t inline_max() const;
   // The directory, the s3:// URL of a bucket store, or "" for an
   // in-memory store.
   const std::string& dir() const;
