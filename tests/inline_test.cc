@@ -156,7 +156,16 @@ TEST_F(InlineTest, AnUnnamedPublishPinsAnInlineObjectAlreadyStoredUnderAName) {
   auto r = store_->PublishBytes(data.data(), data.size());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(store_->Stat(r->id)->pinned);
+  auto unnamed = store_->ListUnnamed();
+  ASSERT_TRUE(unnamed.ok());
+  EXPECT_TRUE(unnamed->empty());  // it still has a name
   ASSERT_TRUE(store_->RemoveName("a").ok());
+  unnamed = store_->ListUnnamed();
+  ASSERT_TRUE(unnamed.ok());
+  ASSERT_EQ(unnamed->size(), 1u);
+  EXPECT_EQ((*unnamed)[0].id, r->id);
+  EXPECT_TRUE((*unnamed)[0].stored_inline);
+  EXPECT_EQ((*unnamed)[0].chunks, 0u);
   GcOptions now;
   now.orphan_grace_seconds = 0;
   ASSERT_TRUE(store_->Gc(now).ok());

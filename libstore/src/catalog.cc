@@ -118,6 +118,7 @@ Result<std::vector<ObjectInfo>> Store::ListUnnamed() {
     o.chunks = static_cast<uint64_t>(q.use().ColInt(2));
     o.created = q.use().ColInt(3);
     o.pinned = q.use().ColInt(4) != 0;
+    o.stored_inline = IsInline(o.size, static_cast<uint32_t>(o.chunks));
     out.push_back(std::move(o));
   }
   if (rc != SQLITE_DONE) return impl_->index->Error("cannot list objects");
