@@ -321,7 +321,7 @@ def peers_section(peers, ceil=None):
         if ceil:
             lines += ["", "What 4× the fastest other tool asks for, against what two cores allow (the "
                       "ceilings above, as multiples of the H of their own run; a whole process also pays "
-                      "for its start-up, opening the store and, for ingest, creating it):", "",
+                      "for its start-up and opening the store):", "",
                       "| measure | 4× the fastest other tool | ceiling | |", "|---|---:|---:|---|"]
             for key, label, bound, why in [
                     ("ingest", "ingest (durable, new store)", "durable", "hashing, page cache and disk"),
