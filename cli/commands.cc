@@ -112,9 +112,10 @@ int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_c
   o.chunking = params;
   o.compression = !no_compression;
   o.inline_max = inline_max;
-  if (inline_max > 4096)
+  if (inline_max > chunkstore::kInlineMaxLimit)
     return Fail(Status::InvalidArgument("--inline-max " + std::to_string(inline_max) +
-                                        " is out of range: it must be 0 to 4096"),
+                                        " is out of range: it must be 0 to " +
+                                        std::to_string(chunkstore::kInlineMaxLimit)),
                 kUsage);
   o.error_if_exists = true;
   auto store = chunkstore::Store::Open(StoreDir(g), o);

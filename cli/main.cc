@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   init->add_flag("--no-compression", no_compression, "Never compress chunks in this store");
   uint32_t inline_max = chunkstore::Options().inline_max;
   init->add_option("--inline-max", inline_max,
-                   "Objects up to N bytes live in the index (default 512, max 4096)")
+                   "Objects up to N bytes live in the index (default " + std::to_string(inline_max) +
+                       ", max " + std::to_string(chunkstore::kInlineMaxLimit) + ")")
       ->option_text("N");
 
   PublishArgs pub;

@@ -18,6 +18,12 @@ using testing::RandomBytes;
 using testing::ReadObject;
 using testing::TempDir;
 
+GcOptions GcNow() {
+  GcOptions o;
+  o.orphan_grace_seconds = 0;
+  return o;
+}
+
 class InlineTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
@@ -32,9 +38,12 @@ class InlineTest : public ::testing::Test {
     for (auto& e : std::filesystem::directory_iterator(dir_ / "s/packs")) n += e.is_regular_file();
     return n;
   }
-  std::string Sql(const std::string& statement) {
+  // Runs a statement on the index of the store in `store_dir` (default:
+  // the fixture's); returns its first column, concatenated.
+  std::string Sql(const std::string& statement, const std::string& store_dir = {}) {
     sqlite3* db;
-    EXPECT_EQ(sqlite3_open((dir_ / "s/index.db").c_str(), &db), SQLITE_OK);
+    const std::string path = (store_dir.empty() ? std::string(dir_ / "s") : store_dir) + "/index.db";
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     std::string out;
     char* err = nullptr;
     const int rc = sqlite3_exec(
@@ -166,9 +175,7 @@ TEST_F(InlineTest, AnUnnamedPublishPinsAnInlineObjectAlreadyStoredUnderAName) {
   EXPECT_EQ((*unnamed)[0].id, r->id);
   EXPECT_TRUE((*unnamed)[0].stored_inline);
   EXPECT_EQ((*unnamed)[0].chunks, 0u);
-  GcOptions now;
-  now.orphan_grace_seconds = 0;
-  ASSERT_TRUE(store_->Gc(now).ok());
+  ASSERT_TRUE(store_->Gc(GcNow()).ok());
   EXPECT_TRUE(*ReadObject(*store_, r->id) == data);
 }
 
@@ -208,6 +215,18 @@ TEST_F(InlineTest, StreamsPreparedObjectsAndBatchesAreInlinedToo) {
   EXPECT_EQ(v->objects_checked, 23u);
 }
 
+TEST_F(InlineTest, APreparedBufferChangedBeforePublishIsRefused) {
+  auto data = RandomBytes(200, 19);
+  auto p = store_->PrepareBytes(data.data(), data.size());
+  ASSERT_TRUE(p.ok());
+  data[100] ^= 1;
+  auto r = store_->Publish(*p, "p");
+  ASSERT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("changed"), std::string::npos);
+  EXPECT_TRUE(store_->Resolve(p->id()).status().IsNotFound());
+  EXPECT_EQ(Sql("SELECT count(*) FROM objects"), "0");
+}
+
 TEST_F(InlineTest, DamagedInlineContentIsCorruptionNamingTheObject) {
   const auto data = RandomBytes(256, 10), other = RandomBytes(256, 11), big = RandomBytes(300000, 12);
   const std::string id = store_->PublishBytes(data.data(), data.size(), "a")->id;
@@ -235,9 +254,7 @@ TEST_F(InlineTest, DamagedInlineContentIsCorruptionNamingTheObject) {
     EXPECT_EQ(v->problems[0].kind, "bad-inline");
     EXPECT_EQ(v->problems[0].object_id, id);
     // gc will not guess: it stops, and collects nothing.
-    GcOptions now;
-    now.orphan_grace_seconds = 0;
-    auto gc = store_->Gc(now);
+    auto gc = store_->Gc(GcNow());
     EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
     EXPECT_EQ(gc.status().object_id(), id);
     EXPECT_EQ(Sql("SELECT count(*) FROM chunks"), chunks);
@@ -245,9 +262,7 @@ TEST_F(InlineTest, DamagedInlineContentIsCorruptionNamingTheObject) {
   }
   AlterIndex("UPDATE objects SET manifest = x'" + good + "'" + where);
   EXPECT_TRUE(*ReadObject(*store_, "a") == data);
-  GcOptions now;
-  now.orphan_grace_seconds = 0;
-  auto gc = store_->Gc(now);
+  auto gc = store_->Gc(GcNow());
   ASSERT_TRUE(gc.ok()) << gc.status().ToString();
   EXPECT_EQ(gc->objects_removed, 1u);
   EXPECT_EQ(Sql("SELECT count(*) FROM chunks"), "0");
@@ -267,9 +282,7 @@ TEST_F(InlineTest, AChunkListWithItsChunkCountZeroedDoesNotPassForContent) {
   ASSERT_TRUE(v.ok());
   ASSERT_FALSE(v->problems.empty());
   EXPECT_EQ(v->problems[0].kind, "bad-inline");
-  GcOptions now;
-  now.orphan_grace_seconds = 0;
-  EXPECT_TRUE(store_->Gc(now).status().IsCorruption());
+  EXPECT_TRUE(store_->Gc(GcNow()).status().IsCorruption());
   EXPECT_EQ(Sql("SELECT count(*) FROM chunks"), chunks);
 }
 
@@ -278,9 +291,7 @@ TEST_F(InlineTest, GcRemovesAnUnreferencedInlineObjectAndKeepsTheRest) {
   const std::string ida = store_->PublishBytes(a.data(), a.size(), "a")->id;
   ASSERT_TRUE(store_->PublishBytes(b.data(), b.size(), "b").ok());
   ASSERT_TRUE(store_->RemoveName("a").ok());
-  GcOptions now;
-  now.orphan_grace_seconds = 0;
-  auto gc = store_->Gc(now);
+  auto gc = store_->Gc(GcNow());
   ASSERT_TRUE(gc.ok()) << gc.status().ToString();
   EXPECT_EQ(gc->objects_removed, 1u);
   EXPECT_TRUE(store_->OpenReader(ida).status().IsNotFound());
@@ -301,15 +312,8 @@ TEST_F(InlineTest, ZeroKeepsSmallObjectsInPacksAndTheOlderSchema) {
   auto s = *Store::Open(other / "s");
   EXPECT_EQ(s->inline_max(), 0u);
   EXPECT_EQ(s->PublishBytes("tiny2", 5)->chunks, 1u);
-  sqlite3* db;
-  ASSERT_EQ(sqlite3_open((other / "s/index.db").c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* q;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)), "1");
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  EXPECT_EQ(Sql("SELECT value FROM meta WHERE key = 'schema_version'", other / "s"), "1");
+  EXPECT_EQ(Sql("SELECT count(*) FROM meta WHERE key = 'inline_max'", other / "s"), "0");
   EXPECT_EQ(Sql("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
   EXPECT_EQ(Sql("SELECT value FROM meta WHERE key = 'inline_max'"), "512");
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "chunkstore/chunker.h"
+#include "chunkstore/options.h"
 #include "chunkstore/status.h"
 #include "compress.h"
 #include "digest.h"
@@ -28,7 +29,6 @@ namespace chunkstore::internal {
 // stores created with inline_max 0 keep version 1, which older versions of
 // chunkstore still open.
 constexpr int kSchemaVersion = 2;
-constexpr uint32_t kInlineMaxLimit = 4096;
 // Objects of at least this size are indexed by size (objects_by_size); the
 // SQL in index.cc repeats it as the literal 1048576, which a partial index
 // needs.

@@ -519,12 +519,11 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedObject::State& p
   PublishResult result;
   std::vector<uint8_t> raw, packed;
   if (p.size > 0 && p.size <= store_->meta.inline_max && p.entries.size() == 1) {
-    raw.resize(p.size);
-    CHUNKSTORE_RETURN_IF_ERROR(p.ReadContent(0, raw.data(), raw.size()));
-    if (Sha256::Of(raw.data(), raw.size()) != p.id)
+    std::string content(p.size, '\0');
+    CHUNKSTORE_RETURN_IF_ERROR(p.ReadContent(0, reinterpret_cast<uint8_t*>(content.data()), content.size()));
+    if (Sha256::Of(content.data(), content.size()) != p.id)
       return Status::InvalidArgument("the prepared content changed after it was prepared; prepare it again");
-    CHUNKSTORE_RETURN_IF_ERROR(
-        FinishInline(p.id, std::string(raw.begin(), raw.end()), name, result));
+    CHUNKSTORE_RETURN_IF_ERROR(FinishInline(p.id, std::move(content), name, result));
     return results_.back();
   }
   uint64_t offset = 0;

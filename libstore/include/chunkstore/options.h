@@ -16,6 +16,9 @@ namespace chunkstore {
 class BlobStore;
 class Env;
 
+// The largest Options::inline_max a store accepts.
+constexpr uint32_t kInlineMaxLimit = 4096;
+
 // How to reach an S3-compatible service, for stores opened as
 // "s3://BUCKET/PREFIX". Empty fields come from the usual AWS variables.
 struct S3Options {
