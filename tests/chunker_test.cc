@@ -2,6 +2,9 @@
 // the streaming property (same cuts however the input is split).
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "chunkstore/chunker.h"
 #include "digest.h"
 #include "gear_table.h"
@@ -165,6 +168,65 @@ TEST(Chunker, StreamingMatchesOnSekien) {
   std::mt19937_64 rng(99);
   EXPECT_EQ(StreamLengths(p, data, [&] { return static_cast<size_t>(rng() % 5000 + 1); }),
             (std::vector<uint32_t>{21325, 17140, 28084, 18217, 24700}));
+}
+
+// The reference crate's v2020 cut, written as it is there: one scan of byte
+// pairs from min, hash 0 at the start, no blocks and no resuming.
+size_t ReferenceCut(const ChunkerParams& p, const uint8_t* src, size_t len) {
+  if (len <= p.min_size) return len;
+  const size_t window = std::min<size_t>(len, p.max_size);
+  const int bits = static_cast<int>(std::lround(std::log2(static_cast<double>(p.avg_size))));
+  const uint64_t mask_s = internal::kMasks[bits + p.level], mask_l = internal::kMasks[bits - p.level];
+  uint64_t hash = 0;
+  for (size_t index = p.min_size / 2; index < window / 2; ++index) {
+    const bool small = index < p.avg_size / 2;
+    const size_t a = index * 2;
+    hash = (hash << 2) + (internal::kGear[src[a]] << 1);
+    if ((hash & ((small ? mask_s : mask_l) << 1)) == 0) return a;
+    hash += internal::kGear[src[a + 1]];
+    if ((hash & (small ? mask_s : mask_l)) == 0) return a + 1;
+  }
+  return window;
+}
+
+std::vector<uint32_t> ReferenceLengths(const ChunkerParams& p, const std::vector<uint8_t>& data) {
+  std::vector<uint32_t> out;
+  for (size_t pos = 0; pos < data.size();) {
+    const size_t n = ReferenceCut(p, data.data() + pos, data.size() - pos);
+    out.push_back(static_cast<uint32_t>(n));
+    pos += n;
+  }
+  return out;
+}
+
+// Chunks of tens of KiB: long enough that the scan runs as two streams
+// (blocks of 16 KiB), with cuts landing in either stream and in the
+// single-stream tail, in both mask regions, at every level.
+TEST(Chunker, LongScansMatchTheSingleScanReference) {
+  for (int level = 0; level <= 3; ++level) {
+    const ChunkerParams p = P(4096, 65536, 262144, level);
+    const auto data = RandomBytes(6 << 20, 100 + level);
+    const auto expected = ReferenceLengths(p, data);
+    ASSERT_GT(expected.size(), 40u);
+    EXPECT_EQ(Lengths(p, data), expected) << "level " << level;
+  }
+  // Default sizes, and text-like data whose hashes repeat.
+  const ChunkerParams defaults;
+  const auto random = RandomBytes(24 << 20, 5);
+  EXPECT_EQ(Lengths(defaults, random), ReferenceLengths(defaults, random));
+  std::vector<uint8_t> text(8 << 20);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = "lorem ipsum dolor sit amet "[(i * 7 + i / 4093) % 27];
+  EXPECT_EQ(Lengths(P(4096, 65536, 262144, 1), text), ReferenceLengths(P(4096, 65536, 262144, 1), text));
+}
+
+TEST(Chunker, StreamingMatchesTheReferenceOnLongScans) {
+  const ChunkerParams p = P(4096, 65536, 262144, 2);
+  const auto data = RandomBytes(4 << 20, 17);
+  std::mt19937_64 rng(17);
+  // Pieces from a byte to 40 KiB: a scan resumes inside blocks, just
+  // before them and in the tail.
+  auto split = [&] { return static_cast<size_t>(rng() % 3 == 0 ? rng() % 64 + 1 : rng() % 40000 + 1); };
+  EXPECT_EQ(StreamLengths(p, data, split), ReferenceLengths(p, data));
 }
 
 TEST(ChunkerParams, DefaultsAreTheDocumentedOnes) {

@@ -8,9 +8,20 @@
 // a pair can be examined as soon as both of its bytes have arrived: the
 // result never depends on bytes after the pair. That is what lets this
 // implementation keep (index, hash) between calls instead of rescanning.
+//
+// Speed: each pair's hash is a shift and two adds on the previous one, so a
+// single scan is bound by that chain's latency, not by the core's width.
+// Every step shifts the hash two bits, so after 32 pairs nothing of the
+// earlier state is left: the hash before any pair can be rebuilt from the
+// 32 pairs before it. Long ranges are therefore scanned as two interleaved
+// streams (the first and second half of a block), the second started from
+// its rebuilt hash; the core runs both chains at once. When either stream
+// sees a cut, the scan restarts as one stream where the first stream
+// stopped, so the earliest cut is the one returned.
 #include "chunkstore/chunker.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "gear_table.h"
@@ -18,18 +29,6 @@
 namespace chunkstore {
 
 namespace {
-
-constexpr uint64_t kMasks[26] = {
-    0,                      0,                      0,
-    0,                      0,                      0x0000000001804110ULL,
-    0x0000000001803110ULL,  0x0000000018035100ULL,  0x0000001800035300ULL,
-    0x0000019000353000ULL,  0x0000590003530000ULL,  0x0000d90003530000ULL,
-    0x0000d90103530000ULL,  0x0000d90303530000ULL,  0x0000d90313530000ULL,
-    0x0000d90f03530000ULL,  0x0000d90303537000ULL,  0x0000d90703537000ULL,
-    0x0000d90707537000ULL,  0x0000d91707537000ULL,  0x0000d91747537000ULL,
-    0x0000d91767537000ULL,  0x0000d93767537000ULL,  0x0000d93777537000ULL,
-    0x0000d93777577000ULL,  0x0000db3777577000ULL,
-};
 
 struct GearTables {
   uint64_t gear[256];
@@ -45,6 +44,76 @@ struct GearTables {
 const GearTables& Tables() {
   static const GearTables tables;
   return tables;
+}
+
+constexpr size_t kNoCut = SIZE_MAX;
+// Pairs each of the two streams scans per block. Rebuilding the second
+// stream's hash costs 32 pairs a block, and a cut makes the scan redo at
+// most one stream's share as one stream: both small against 8 KiB.
+constexpr size_t kPairsPerStream = 4096;
+
+// The hash before pair `index` of a scan that started at pair `start` with
+// hash 0 (only the last 32 pairs still count).
+uint64_t HashBefore(const GearTables& t, const uint8_t* data, size_t start, size_t index) {
+  uint64_t hash = 0;
+  for (size_t i = index - start > 32 ? index - 32 : start; i < index; ++i)
+    hash = (hash << 2) + t.gear_ls[data[2 * i]] + t.gear[data[2 * i + 1]];
+  return hash;
+}
+
+// Scans pairs [index, end) as one stream. Returns the byte offset of the
+// first cut, or kNoCut with index = end and hash its state there.
+size_t ScanOneStream(const GearTables& t, const uint8_t* data, size_t& index, uint64_t& hash,
+                     size_t end, uint64_t mask, uint64_t mask_ls) {
+  size_t i = index;
+  uint64_t h = hash;
+  // Runs on ranges shorter than a block, on a block's remainder, and to
+  // find the exact cut once a block has seen one.
+#pragma GCC unroll 8
+  for (; i < end; ++i) {
+    const size_t a = i * 2;
+    h = (h << 2) + t.gear_ls[data[a]];
+    if (__builtin_expect((h & mask_ls) == 0, 0)) return a;
+    h += t.gear[data[a + 1]];
+    if (__builtin_expect((h & mask) == 0, 0)) return a + 1;
+  }
+  index = i;
+  hash = h;
+  return kNoCut;
+}
+
+// Same contract as ScanOneStream; `start` is the pair the chunk's scan
+// began at with hash 0.
+size_t Scan(const GearTables& t, const uint8_t* data, size_t start, size_t& index, uint64_t& hash,
+            size_t end, uint64_t mask, uint64_t mask_ls) {
+  while (end - index >= 2 * kPairsPerStream) {
+    const size_t second = index + kPairsPerStream;
+    uint64_t ha = hash;
+    uint64_t hb = HashBefore(t, data, start, second);
+    const uint8_t* pa = data + 2 * index;
+    const uint8_t* pb = data + 2 * second;
+    size_t k = 0;
+    for (; k < kPairsPerStream; ++k, pa += 2, pb += 2) {
+      ha = (ha << 2) + t.gear_ls[pa[0]];
+      if (__builtin_expect((ha & mask_ls) == 0, 0)) break;
+      hb = (hb << 2) + t.gear_ls[pb[0]];
+      if (__builtin_expect((hb & mask_ls) == 0, 0)) break;
+      ha += t.gear[pa[1]];
+      if (__builtin_expect((ha & mask) == 0, 0)) break;
+      hb += t.gear[pb[1]];
+      if (__builtin_expect((hb & mask) == 0, 0)) break;
+    }
+    if (k < kPairsPerStream) {
+      // Pairs before index + k hold no cut; the first one is at most the
+      // one the second stream saw, kPairsPerStream pairs on.
+      index += k;
+      hash = HashBefore(t, data, start, index);
+      return ScanOneStream(t, data, index, hash, end, mask, mask_ls);
+    }
+    index = second + kPairsPerStream;
+    hash = hb;
+  }
+  return ScanOneStream(t, data, index, hash, end, mask, mask_ls);
 }
 
 std::string Range(uint64_t lo, uint64_t hi) {
@@ -77,8 +146,8 @@ Status ChunkerParams::Validate() const {
 
 Chunker::Chunker(const ChunkerParams& params) : params_(params) {
   const int bits = static_cast<int>(std::lround(std::log2(static_cast<double>(params.avg_size))));
-  mask_s_ = kMasks[bits + params.level];
-  mask_l_ = kMasks[bits - params.level];
+  mask_s_ = internal::kMasks[bits + params.level];
+  mask_l_ = internal::kMasks[bits - params.level];
   mask_s_ls_ = mask_s_ << 1;
   mask_l_ls_ = mask_l_ << 1;
 }
@@ -99,42 +168,26 @@ size_t Chunker::Next(const uint8_t* data, size_t length, bool eof) {
     index_ = min / 2;
     hash_ = 0;
   }
-  const uint64_t* gear = Tables().gear;
-  const uint64_t* gear_ls = Tables().gear_ls;
+  const GearTables& tables = Tables();
+  const size_t start = min / 2;
   size_t index = index_;
   uint64_t hash = hash_;
   // Pairs below avg/2 use mask_s; from there on mask_l. The pair (a, a+1)
   // needs a + 1 < window, i.e. index < window / 2.
   const size_t stop = window / 2;
   const size_t small_stop = avg / 2 < stop ? avg / 2 : stop;
-  // Unrolled: loop overhead, not the hash, is what limits a scalar gear
-  // loop here (about one cycle per byte; see docs/performance.md).
-#pragma GCC unroll 8
-  for (; index < small_stop; ++index) {
-    const size_t a = index * 2;
-    hash = (hash << 2) + gear_ls[data[a]];
-    if (__builtin_expect((hash & mask_s_ls_) == 0, 0)) {
+  if (index < small_stop) {
+    const size_t cut = Scan(tables, data, start, index, hash, small_stop, mask_s_, mask_s_ls_);
+    if (cut != kNoCut) {
       Reset();
-      return a;
-    }
-    hash += gear[data[a + 1]];
-    if (__builtin_expect((hash & mask_s_) == 0, 0)) {
-      Reset();
-      return a + 1;
+      return cut;
     }
   }
-#pragma GCC unroll 8
-  for (; index < stop; ++index) {
-    const size_t a = index * 2;
-    hash = (hash << 2) + gear_ls[data[a]];
-    if (__builtin_expect((hash & mask_l_ls_) == 0, 0)) {
+  if (index < stop) {
+    const size_t cut = Scan(tables, data, start, index, hash, stop, mask_l_, mask_l_ls_);
+    if (cut != kNoCut) {
       Reset();
-      return a;
-    }
-    hash += gear[data[a + 1]];
-    if (__builtin_expect((hash & mask_l_) == 0, 0)) {
-      Reset();
-      return a + 1;
+      return cut;
     }
   }
   if (final_window) {
