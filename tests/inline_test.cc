@@ -102,6 +102,25 @@ TEST_F(InlineTest, ASmallObjectLivesInItsIndexRowAndReadsBack) {
   EXPECT_EQ(*(*reader)->Read(buf, 10), 10u);
   EXPECT_EQ(0, std::memcmp(buf, data.data() + 100, 10));
   EXPECT_EQ((*reader)->Tell(), 110u);
+  EXPECT_EQ((*reader)->id(), r->id);
+  EXPECT_TRUE((*reader)->Seek(257).IsInvalidArgument());
+  EXPECT_EQ((*reader)->Tell(), 110u);
+  auto view = (*reader)->ReadView(100);
+  ASSERT_TRUE(view.ok());
+  ASSERT_EQ(view->size, 100u);
+  EXPECT_EQ(0, std::memcmp(view->data, data.data() + 110, 100));
+  view = (*reader)->ReadView(1000);
+  ASSERT_TRUE(view.ok());
+  ASSERT_EQ(view->size, 46u);
+  EXPECT_EQ(0, std::memcmp(view->data, data.data() + 210, 46));
+  EXPECT_EQ((*reader)->ReadView(10)->size, 0u);
+  EXPECT_EQ(*(*reader)->Read(buf, 10), 0u);
+  ASSERT_TRUE((*reader)->Seek(256).ok());
+  // The reader outlives the store.
+  ASSERT_TRUE((*reader)->Seek(0).ok());
+  store_.reset();
+  EXPECT_EQ(*(*reader)->Read(buf, sizeof buf), 256u);
+  EXPECT_EQ(0, std::memcmp(buf, data.data(), 256));
   // It survives the store being closed and opened again.
   Reopen();
   EXPECT_TRUE(*ReadObject(*store_, "small") == data);

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -25,19 +26,15 @@ const EVP_MD* Sha256Md() {
   return md;
 }
 
-struct HexTable {
-  int8_t value[256];
-  HexTable() {
-    for (int i = 0; i < 256; ++i) value[i] = -1;
-    for (int i = 0; i < 10; ++i) value['0' + i] = static_cast<int8_t>(i);
-    for (int i = 0; i < 6; ++i) value['a' + i] = value['A' + i] = static_cast<int8_t>(10 + i);
-  }
-};
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  for (auto& v : t) v = -1;
+  for (int i = 0; i < 10; ++i) t['0' + i] = static_cast<int8_t>(i);
+  for (int i = 0; i < 6; ++i) t['a' + i] = t['A' + i] = static_cast<int8_t>(10 + i);
+  return t;
+}();
 
-int HexValue(char c) {
-  static const HexTable table;
-  return table.value[static_cast<unsigned char>(c)];
-}
+int HexValue(char c) { return kHexValue[static_cast<unsigned char>(c)]; }
 
 }  // namespace
 

@@ -193,6 +193,63 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
 
 namespace {
 
+Status CheckSeek(uint64_t offset, uint64_t size) {
+  if (offset > size)
+    return Status::InvalidArgument("seek to " + std::to_string(offset) + " is past the end (" +
+                                   std::to_string(size) + " bytes)");
+  return Status::OK();
+}
+
+// An inline object: its content, verified at open, lives in the reader. It
+// needs nothing from the store, and opening many small objects is bound by
+// per-open costs, so it holds just the content and makes its id string only
+// when asked.
+class InlineObjectReader final : public Reader {
+ public:
+  InlineObjectReader(const Digest& id, std::string content) : id_(id), content_(std::move(content)) {}
+
+  const std::string& id() const override {
+    if (id_text_.empty()) id_text_ = id_.ObjectId();
+    return id_text_;
+  }
+  uint64_t size() const override { return content_.size(); }
+  uint64_t Tell() const override { return pos_; }
+
+  Status Seek(uint64_t offset) override {
+    CHUNKSTORE_RETURN_IF_ERROR(CheckSeek(offset, content_.size()));
+    pos_ = static_cast<size_t>(offset);
+    return Status::OK();
+  }
+
+  Result<size_t> Read(void* buf, size_t n) override {
+    const size_t got = Copy(pos_, buf, n);
+    pos_ += got;
+    return got;
+  }
+
+  Result<size_t> ReadAt(uint64_t offset, void* buf, size_t n) override { return Copy(offset, buf, n); }
+
+  Result<ByteView> ReadView(size_t n) override {
+    const size_t take = std::min(n, content_.size() - pos_);
+    ByteView view{reinterpret_cast<const uint8_t*>(content_.data()) + pos_, take};
+    pos_ += take;
+    return view;
+  }
+
+ private:
+  size_t Copy(uint64_t offset, void* buf, size_t n) const {
+    if (offset >= content_.size() || n == 0) return 0;
+    const size_t take = std::min<uint64_t>(n, content_.size() - offset);
+    std::memcpy(buf, content_.data() + offset, take);
+    return take;
+  }
+
+  Digest id_;
+  mutable std::string id_text_;
+  std::string content_;
+  size_t pos_ = 0;
+};
+
 class ObjectReader final : public Reader {
  public:
   using Bytes = ChunkCache::Bytes;
@@ -218,16 +275,6 @@ class ObjectReader final : public Reader {
     if (store_->bucket) depth_ = workers_ = std::max(depth_, 16u);
   }
 
-  // An inline object: its content, already verified, is the one chunk.
-  ObjectReader(std::shared_ptr<Store::Impl> store, Digest id, Bytes content)
-      : store_(std::move(store)), id_(id.ObjectId()), size_(content->size()) {
-    entries_.push_back({id, static_cast<uint32_t>(size_)});
-    locs_.emplace_back();
-    starts_.push_back(0);
-    cur_ = std::move(content);
-    cur_index_ = 0;
-  }
-
   ~ObjectReader() override {
     // Read-ahead tasks use this reader; pool futures do not wait when
     // destroyed, so wait here.
@@ -239,9 +286,7 @@ class ObjectReader final : public Reader {
   uint64_t Tell() const override { return pos_; }
 
   Status Seek(uint64_t offset) override {
-    if (offset > size_)
-      return Status::InvalidArgument("seek to " + std::to_string(offset) + " is past the end (" +
-                                     std::to_string(size_) + " bytes)");
+    CHUNKSTORE_RETURN_IF_ERROR(CheckSeek(offset, size_));
     pos_ = offset;
     return Status::OK();
   }
@@ -372,14 +417,13 @@ class ObjectReader final : public Reader {
 namespace {
 
 // Verifies an inline object's content and hands it to a reader.
-Result<std::unique_ptr<Reader>> InlineReader(const std::shared_ptr<Store::Impl>& impl, const Digest& id,
-                                             const ObjectRow& row) {
-  const std::string oid = id.ObjectId();
-  Status s = CheckInline(id, row.size, row.manifest);
-  if (!s.ok()) return Status::Corruption("object " + oid + ": " + s.message(), oid);
-  std::shared_ptr<Buffer> bytes = impl->buffers.Get(row.manifest.size());
-  std::memcpy(bytes->data(), row.manifest.data(), row.manifest.size());
-  return std::unique_ptr<Reader>(new ObjectReader(impl, id, std::move(bytes)));
+Result<std::unique_ptr<Reader>> InlineReader(const Digest& id, ObjectRow* row) {
+  Status s = CheckInline(id, row->size, row->manifest);
+  if (!s.ok()) {
+    const std::string oid = id.ObjectId();
+    return Status::Corruption("object " + oid + ": " + s.message(), oid);
+  }
+  return std::unique_ptr<Reader>(new InlineObjectReader(id, std::move(row->manifest)));
 }
 
 // Resolves ref and gathers what a reader needs; db_mu held by the caller.
@@ -417,24 +461,28 @@ Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectR
 
 }  // namespace
 
-Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
+namespace {
+
+// Opens one ref; db_mu held by the caller. A full id naming an object of at
+// most one chunk needs one query; any other ref needs a read transaction
+// (one snapshot for the ref, the manifest and every chunk location), which
+// this opens itself unless the caller already holds one (in_read).
+Result<std::unique_ptr<Reader>> OpenHeld(const std::shared_ptr<Store::Impl>& impl, const std::string& ref,
+                                         bool in_read) {
   ObjectRow row;
   std::vector<ChunkLocation> locs;
   std::vector<ManifestEntry> entries;
   Digest id;
-  // Fast path: a full id naming an object of at most one chunk needs one
-  // query and no explicit transaction.
   std::optional<Digest> full;
-  if (ref.size() == 71 && ref.rfind("sha256:", 0) == 0) full = Digest::FromHex(ref.substr(7));
+  if (ref.size() == 71 && ref.rfind("sha256:", 0) == 0) full = Digest::FromHex(std::string_view(ref).substr(7));
   else if (ref.size() == 64) full = Digest::FromHex(ref);
   if (full) {
-    std::lock_guard<std::mutex> l(impl_->db_mu);
-    auto found = impl_->index->FindObjectAndFirstChunk(*full);
+    auto found = impl->index->FindObjectAndFirstChunk(*full);
     if (!found.ok()) return found.status();
     if (found->has_value() && (*found)->first.chunk_count <= 1) {
       row = std::move((*found)->first);
       id = *full;
-      if (IsInline(row.size, row.chunk_count)) return InlineReader(impl_, id, row);
+      if (IsInline(row.size, row.chunk_count)) return InlineReader(id, &row);
       const std::string oid = id.ObjectId();
       Result<std::vector<ManifestEntry>> decoded =
           DecodeManifest(id, row.size, row.manifest.data(), row.manifest.size());
@@ -453,24 +501,38 @@ Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
                                     oid, e.id.Hex());
         locs.push_back(*(*found)->second);
       }
-      return std::unique_ptr<Reader>(
-          new ObjectReader(impl_, id, row.size, std::move(*decoded), std::move(locs)));
+      return std::unique_ptr<Reader>(new ObjectReader(impl, id, row.size, std::move(*decoded), std::move(locs)));
     }
   }
-  {
-    // One read transaction for the ref, the manifest and every chunk
-    // location: one consistent snapshot and one lock round trip.
-    std::lock_guard<std::mutex> l(impl_->db_mu);
-    Index* index = impl_->index.get();
-    CHUNKSTORE_RETURN_IF_ERROR(index->BeginRead());
-    Status s = OpenLocked(impl_.get(), ref, &id, &row, &entries, &locs);
-    index->Rollback();
-    CHUNKSTORE_RETURN_IF_ERROR(s);
-  }
-  if (IsInline(row.size, row.chunk_count)) return InlineReader(impl_, id, row);
-  return std::unique_ptr<Reader>(
-      new ObjectReader(impl_, id, row.size, std::move(entries), std::move(locs)));
+  Index* index = impl->index.get();
+  if (!in_read) CHUNKSTORE_RETURN_IF_ERROR(index->BeginRead());
+  Status s = OpenLocked(impl.get(), ref, &id, &row, &entries, &locs);
+  if (!in_read) index->Rollback();
+  CHUNKSTORE_RETURN_IF_ERROR(s);
+  if (IsInline(row.size, row.chunk_count)) return InlineReader(id, &row);
+  return std::unique_ptr<Reader>(new ObjectReader(impl, id, row.size, std::move(entries), std::move(locs)));
 }
 
+}  // namespace
+
+Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
+  std::lock_guard<std::mutex> l(impl_->db_mu);
+  return OpenHeld(impl_, ref, false);
+}
+
+std::vector<Result<std::unique_ptr<Reader>>> Store::OpenReaders(const std::vector<std::string>& refs) {
+  std::vector<Result<std::unique_ptr<Reader>>> out;
+  out.reserve(refs.size());
+  std::lock_guard<std::mutex> l(impl_->db_mu);
+  // One read transaction for the whole list: every ref sees the same
+  // snapshot, and the index's file locks are taken once, not per ref.
+  Status began = impl_->index->BeginRead();
+  for (const auto& ref : refs) {
+    if (began.ok()) out.push_back(OpenHeld(impl_, ref, true));
+    else out.push_back(began);
+  }
+  if (began.ok()) impl_->index->Rollback();
+  return out;
+}
 
 }  // namespace chunkstore

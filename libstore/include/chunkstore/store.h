@@ -242,6 +242,12 @@ class Store {
   // every chunk is indexed) before returning; an inline object's content
   // is verified then.
   Result<std::unique_ptr<Reader>> OpenReader(const std::string& ref);
+  // Opens a reader for each ref, as OpenReader does, with one answer per
+  // ref in order (a ref that fails does not stop the others). All refs are
+  // resolved against one snapshot of the index, taken once: the cheaper
+  // way to open many small objects. The index is locked for the call's
+  // length; other threads' opens and publishes wait for it.
+  std::vector<Result<std::unique_ptr<Reader>>> OpenReaders(const std::vector<std::string>& refs);
   // The object's chunks, in order (none for an inline object).
   Result<std::vector<ChunkInfo>> Chunks(const std::string& ref);
 
