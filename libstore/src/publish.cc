@@ -24,7 +24,11 @@ namespace {
 
 std::string RandomPackName() { return "pack-" + RandomHex(8) + ".pack"; }
 
+// Small records are gathered and written together. A larger one goes to
+// the file straight from the chunk's buffer: staging it would cost a pass
+// over its bytes for a saving of one write call.
 constexpr size_t kWriteBuffer = 1 << 20;
+constexpr size_t kStageBelow = 64 << 10;
 // Chunks below this size are looked up in groups (see PublishSession::Defer).
 constexpr uint32_t kDeferBelow = 64 << 10;
 // Pending small chunks are resolved once they hold this many bytes.
@@ -34,11 +38,12 @@ constexpr size_t kDeferLimit = 8 << 20;
 
 Status internal::PackWriter::Append(const uint8_t* header, size_t header_len, const uint8_t* data,
                                     size_t n) {
-  if (buffer.size() + header_len + n > kWriteBuffer) CHUNKSTORE_RETURN_IF_ERROR(Flush());
-  if (header_len + n > kWriteBuffer) {
+  if (header_len + n >= kStageBelow) {
+    CHUNKSTORE_RETURN_IF_ERROR(Flush());
     CHUNKSTORE_RETURN_IF_ERROR(file->Append(header, header_len));
     CHUNKSTORE_RETURN_IF_ERROR(file->Append(data, n));
   } else {
+    if (buffer.size() + header_len + n > kWriteBuffer) CHUNKSTORE_RETURN_IF_ERROR(Flush());
     buffer.insert(buffer.end(), header, header + header_len);
     buffer.insert(buffer.end(), data, data + n);
   }
