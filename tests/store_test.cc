@@ -658,7 +658,9 @@ TEST(Corruption, SingleChunkObjectWithItsChunkRowGoneFailsAtOpen) {
   }
   {
     auto s = *Store::Open(dir / "s");
-    EXPECT_EQ(*ReadObject(*s, id), (std::vector<uint8_t>{'s', 'm', 'a', 'l', 'l', ' ', 'o', 'b', 'j', 'e', 'c', 't'}));
+    auto back = ReadObject(*s, id);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, (std::vector<uint8_t>{'s', 'm', 'a', 'l', 'l', ' ', 'o', 'b', 'j', 'e', 'c', 't'}));
   }
   sqlite3* db;
   ASSERT_EQ(sqlite3_open((dir / "s/index.db").c_str(), &db), SQLITE_OK);

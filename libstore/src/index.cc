@@ -209,10 +209,13 @@ Status Index::Prepare() {
       {&st_->find_object_of_size,
        "SELECT id, size, chunk_count, manifest, created, pinned FROM objects "
        "WHERE size=?1 AND size >= 1048576 ORDER BY created DESC LIMIT 1"},
+      // An inline row's manifest column holds content, not chunk ids: the
+      // CASE gives it a NULL key, so SQLite skips the seek into chunks that
+      // a plain ON condition would still make with its first 32 bytes.
       {&st_->find_object_chunk,
        "SELECT o.size, o.chunk_count, o.manifest, o.created, o.pinned, c.pack, c.offset, c.raw_len, "
        "c.stored_len, c.codec, c.xxh64 FROM objects o LEFT JOIN chunks c "
-       "ON o.chunk_count > 0 AND c.id = substr(o.manifest, 1, 32) WHERE o.id=?1"},
+       "ON c.id = CASE WHEN o.chunk_count > 0 THEN substr(o.manifest, 1, 32) END WHERE o.id=?1"},
       {&st_->insert_object, "INSERT OR IGNORE INTO objects VALUES(?1,?2,?3,?4,?5,?6)"},
       {&st_->pin_object, "UPDATE objects SET pinned = 1 WHERE id=?1 AND pinned = 0"},
       {&st_->find_prefix, "SELECT id FROM objects WHERE id>=?1 AND id<=?2 LIMIT ?3"},
