@@ -8,6 +8,7 @@
 
 #include "chunkstore/store.h"
 #include "digest.h"
+#include "index.h"
 #include "test_util.h"
 
 namespace chunkstore {
@@ -205,6 +206,40 @@ TEST_F(PublishAgain, AStoreWithoutTheSizeIndexGetsItAtOpen) {
   store_.reset();
   // Fails if the index was not created again.
   Sql("SELECT 1 FROM objects INDEXED BY objects_by_size WHERE size >= 1048576");
+}
+
+// Which earlier object a publish checks against: of several objects of the
+// input's size, the newest (most likely the version being replaced); none
+// below the indexed size.
+TEST(EarlierVersion, TheNewestObjectOfTheSizeIsTheOneOffered) {
+  TempDir dir;
+  internal::StoreMeta meta;
+  auto index = internal::Index::Open(dir / "index.db", &meta, false, 1000);
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  auto row = [](uint8_t tag, uint64_t size, int64_t created) {
+    internal::ObjectRow r;
+    r.id.bytes.fill(tag);
+    r.size = size;
+    r.chunk_count = 1;
+    r.manifest = std::string(40, static_cast<char>(tag));
+    r.created = created;
+    return r;
+  };
+  const uint64_t big = internal::kSizeIndexedFrom + 5;
+  ASSERT_TRUE((*index)->Begin().ok());
+  for (const auto& r : {row(1, big, 100), row(2, big, 300), row(3, big, 200), row(4, big + 1, 400),
+                        row(5, internal::kSizeIndexedFrom - 1, 500)})
+    ASSERT_TRUE((*index)->InsertObject(r).ok());
+  ASSERT_TRUE((*index)->Commit().ok());
+  auto found = (*index)->FindObjectOfSize(big);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->id.bytes[0], 2) << "not the newest of the three objects of that size";
+  auto small = (*index)->FindObjectOfSize(internal::kSizeIndexedFrom - 1);
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(small->has_value()) << "objects below the indexed size are never offered";
+  auto none = (*index)->FindObjectOfSize(big + 2);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
 }
 
 }  // namespace
