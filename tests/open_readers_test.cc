@@ -3,13 +3,14 @@
 // fails (missing, malformed, damaged) fails alone.
 #include <sqlite3.h>
 
+#include <cstring>
+
 #include "test_util.h"
 
 namespace chunkstore {
 namespace {
 
 using testing::RandomBytes;
-using testing::ReadObject;
 using testing::TempDir;
 
 std::vector<uint8_t> ReadAll(Reader& r) {

@@ -459,10 +459,6 @@ Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectR
   return Status::OK();
 }
 
-}  // namespace
-
-namespace {
-
 // Opens one ref; db_mu held by the caller. A full id naming an object of at
 // most one chunk needs one query; any other ref needs a read transaction
 // (one snapshot for the ref, the manifest and every chunk location), which
