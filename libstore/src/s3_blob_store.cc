@@ -7,6 +7,7 @@
 #include "s3_blob_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -334,7 +335,27 @@ class S3BlobStore final : public BlobStore {
     return Status::OK();
   }
 
+  // A multipart upload lives on the service between its start and its
+  // completion. A gateway that restarts in between may forget it: a part or
+  // the completion is then answered with an error (NoSuchUpload, or 5xx
+  // until the request-level retries are spent) although the service is up
+  // again. The parts are then of no use, so the upload starts over once,
+  // from the file. A service that cannot be reached, or that refuses the
+  // credentials, fails the upload as any other request does.
   Status PutMultipart(const std::string& key, const File& file, uint64_t size) {
+    bool answered = false;
+    Status s = PutMultipartOnce(key, file, size, &answered);
+    if (s.ok() || !answered || s.IsPermissionDenied()) return s;
+    Status again = PutMultipartOnce(key, file, size, &answered);
+    if (again.ok() || again.IsPermissionDenied()) return again;
+    return Status::IOError(again.message() + " (the upload was started over once; the first time: " +
+                           s.message() + ")");
+  }
+
+  // *answered: whether a part or the completion of the started upload got
+  // an error answer from the service (not a transport failure).
+  Status PutMultipartOnce(const std::string& key, const File& file, uint64_t size, bool* answered) {
+    *answered = false;
     Request init;
     init.method = "POST";
     init.key = Full(key);
@@ -347,6 +368,7 @@ class S3BlobStore final : public BlobStore {
     const size_t parts = static_cast<size_t>((size + kPartSize - 1) / kPartSize);
     std::vector<std::string> etags(parts);
     std::vector<std::future<Status>> inflight;
+    std::atomic<bool> part_answered{false};
     Status failed;
     auto collect = [&](size_t keep) {
       while (inflight.size() > keep) {
@@ -369,12 +391,16 @@ class S3BlobStore final : public BlobStore {
         part.body_len = buf.size();
         Response pr;
         CHUNKSTORE_RETURN_IF_ERROR(Perform(part, &pr));
-        if (pr.status != 200) return Failure(part, pr);
+        if (pr.status != 200) {
+          part_answered = true;
+          return Failure(part, pr);
+        }
         etags[i] = pr.etag;
         return Status::OK();
       }));
     }
     collect(0);
+    *answered = part_answered;
     if (failed.ok()) {
       std::string xml = "<CompleteMultipartUpload>";
       for (size_t i = 0; i < parts; ++i)
@@ -390,8 +416,10 @@ class S3BlobStore final : public BlobStore {
       Response dr;
       failed = Perform(done, &dr);
       // A 200 may still carry an <Error> body (the service failed late).
-      if (failed.ok() && (dr.status != 200 || dr.body.find("<Error>") != std::string::npos))
+      if (failed.ok() && (dr.status != 200 || dr.body.find("<Error>") != std::string::npos)) {
+        *answered = true;
         failed = Failure(done, dr);
+      }
       if (failed.ok()) return Status::OK();
     }
     Request abort;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The chunkstore CLI against a real S3 service (a local radosgw started by
 # scripts/s3-test-server.sh): round trips, range reads, corruption, two
-# writers at once, a lost cache, the gateway going away mid-publish, and
-# bad credentials. Every step checks exit codes and bytes.
+# writers at once, a lost cache, the gateway going away mid-publish, a
+# multipart upload the gateway forgot, and bad credentials. Every step
+# checks exit codes and bytes.
 #
 # Usage: tests/s3/cli_s3_test.sh CHUNKSTORE_BINARY
 # Needs AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (the
@@ -169,9 +170,24 @@ done
 expect 0 cs publish "$WORK/big.bin" --name big
 expect 0 cs cat big -o "$WORK/back" && cmp -s "$WORK/back" "$WORK/big.bin" || fail "big differs"
 
+step "a multipart upload the gateway forgot is started over"
+# The proxy answers the first completion of a multipart upload with
+# NoSuchUpload, as a gateway restarted between the parts and the completion
+# may. 40 MB of new bytes make one pack of three upload parts.
+head -c 40000000 /dev/urandom >"$WORK/multi.bin"
+python3 "$HERE/fault_proxy.py" "$AWS_ENDPOINT_URL" 1 "$WORK/proxy.port" "$WORK/proxy.log" &
+proxy=$!
+for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.1; done
+AWS_ENDPOINT_URL="http://127.0.0.1:$(cat "$WORK/proxy.port")" expect 0 cs publish "$WORK/multi.bin" --name multi
+kill "$proxy"
+wait "$proxy" 2>/dev/null
+grep -q "refused completion" "$WORK/proxy.log" 2>/dev/null || fail "the proxy refused no completion"
+expect 0 cs cat multi -o "$WORK/back" && cmp -s "$WORK/back" "$WORK/multi.bin" || fail "multi differs"
+expect 0 cs verify
+
 step "gc on the bucket"
 # A 1 s outage may or may not have failed its publish (both are right).
-expect 0 cs rm big "${survived[@]}"
+expect 0 cs rm big multi "${survived[@]}"
 expect 0 cs gc && grep -q "reclaimed\|removed" "$WORK/out" || fail "gc said: $(cat "$WORK/out")"
 expect 3 cs stat big
 expect 0 cs cat a -o "$WORK/back" && cmp -s "$WORK/back" "$WORK/a.bin" || fail "a damaged by gc"
