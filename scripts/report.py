@@ -65,7 +65,10 @@ def env_text(env):
             f"build {env['build_type']} (`{env['flags'].strip()}`); chunkstore {env['chunkstore']} at "
             f"commit {env['git_commit']}; {env['libraries']}; measured {env['date']}; payload "
             f"{env['size_bytes']} bytes from seed {env['seed']}; {env['warmups']} warmups then "
-            f"{env['samples']} samples per operation")
+            f"{env['samples']} samples per operation"
+            + (f", in each of {env['rounds']} rounds run one after another, their samples pooled "
+               "(`scripts/merge_bench.py`; the memory runs and latency percentiles are the first round's)"
+               if env.get("rounds", 1) > 1 else ""))
 
 
 def clock_words(*reports):
