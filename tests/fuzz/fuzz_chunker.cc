@@ -1,22 +1,62 @@
-// libFuzzer target: the streaming chunker gives the same cut points however
-// the input is split. The first bytes choose the parameters and the split.
+// libFuzzer target: the chunker's cut points are those of a plain single
+// scan written as the reference crate does it, and the same however the
+// input is split. The first bytes choose the parameters and the split;
+// about half the inputs use chunks long enough for the two-stream scan.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
 #include "chunkstore/chunker.h"
+#include "gear_table.h"
+
+namespace {
+
+size_t ReferenceCut(const chunkstore::ChunkerParams& p, const uint8_t* src, size_t len) {
+  using chunkstore::internal::kGear;
+  using chunkstore::internal::kMasks;
+  if (len <= p.min_size) return len;
+  const size_t window = len < p.max_size ? len : p.max_size;
+  const int bits = static_cast<int>(std::lround(std::log2(static_cast<double>(p.avg_size))));
+  const uint64_t mask_s = kMasks[bits + p.level], mask_l = kMasks[bits - p.level];
+  uint64_t hash = 0;
+  for (size_t index = p.min_size / 2; index < window / 2; ++index) {
+    const uint64_t mask = index < p.avg_size / 2 ? mask_s : mask_l;
+    const size_t a = index * 2;
+    hash = (hash << 2) + (kGear[src[a]] << 1);
+    if ((hash & (mask << 1)) == 0) return a;
+    hash += kGear[src[a + 1]];
+    if ((hash & mask) == 0) return a + 1;
+  }
+  return window;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 4) return 0;
   chunkstore::ChunkerParams p;
-  p.min_size = 64 + data[0] % 64;
-  p.avg_size = 256 << (data[1] % 3);
-  p.max_size = 1024 << (data[2] % 2);
+  const bool long_chunks = data[3] & 4;
+  p.min_size = long_chunks ? 256 + data[0] * 8u : 64 + data[0] % 64;
+  p.avg_size = (long_chunks ? 4096u : 256u) << (data[1] % 3);
+  p.max_size = long_chunks ? 65536 : 1024 << (data[2] % 2);
   p.level = data[3] % 4;
   if (!p.Validate().ok()) return 0;
-  const uint8_t* in = data + 4;
-  const size_t n = size - 4;
+  // Long chunks need long inputs, which libFuzzer grows to only slowly:
+  // those inputs are repeated to at least 96 KiB (two windows of the
+  // largest chunk and more), each copy xored with its number so that no
+  // stretch repeats another.
+  std::vector<uint8_t> stretched;
+  if (long_chunks && size > 4) {
+    stretched.resize((size - 4) * ((98304 + size - 5) / (size - 4)));
+    for (size_t i = 0; i < stretched.size(); ++i)
+      stretched[i] = static_cast<uint8_t>(data[4 + i % (size - 4)] ^ (i / (size - 4) * 0x9d));
+  }
+  const uint8_t* in = long_chunks ? stretched.data() : data + 4;
+  const size_t n = long_chunks ? stretched.size() : size - 4;
   const auto whole = chunkstore::ChunkBuffer(p, in, n);
+  for (size_t i = 0, pos = 0; i < whole.size(); pos += whole[i++].length)
+    if (whole[i].offset != pos || whole[i].length != ReferenceCut(p, in + pos, n - pos)) std::abort();
   chunkstore::Chunker c(p);
   std::vector<uint8_t> buf;
   std::vector<uint32_t> cuts;
@@ -25,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t k = std::min(step, n - fed);
     buf.insert(buf.end(), in + fed, in + fed + k);
     fed += k;
-    step = step * 7 % 131 + 1;
+    step = step * 7 % (long_chunks ? 20011 : 131) + 1;
     for (;;) {
       const size_t cut = c.Next(buf.data(), buf.size(), fed == n);
       if (cut == 0) break;
