@@ -1,10 +1,11 @@
-// FastCDC: the reference crate's published vectors, parameter checks, and
-// the streaming property (same cuts however the input is split).
+// FastCDC: the reference crate's published vectors, cuts equal to a plain
+// single scan (chunker_reference.h), parameter checks, and the streaming
+// property (same cuts however the input is split).
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <cmath>
 
+#include "chunker_reference.h"
 #include "chunkstore/chunker.h"
 #include "digest.h"
 #include "gear_table.h"
@@ -15,6 +16,7 @@ namespace {
 
 using internal::Sha256;
 using testing::RandomBytes;
+using testing::ReferenceCut;
 
 std::vector<uint8_t> LoadSekien() {
   return testing::ReadFile(std::string(CHUNKSTORE_TESTDATA) + "/SekienAkashita.jpg");
@@ -168,25 +170,6 @@ TEST(Chunker, StreamingMatchesOnSekien) {
   std::mt19937_64 rng(99);
   EXPECT_EQ(StreamLengths(p, data, [&] { return static_cast<size_t>(rng() % 5000 + 1); }),
             (std::vector<uint32_t>{21325, 17140, 28084, 18217, 24700}));
-}
-
-// The reference crate's v2020 cut, written as it is there: one scan of byte
-// pairs from min, hash 0 at the start, no blocks and no resuming.
-size_t ReferenceCut(const ChunkerParams& p, const uint8_t* src, size_t len) {
-  if (len <= p.min_size) return len;
-  const size_t window = std::min<size_t>(len, p.max_size);
-  const int bits = static_cast<int>(std::lround(std::log2(static_cast<double>(p.avg_size))));
-  const uint64_t mask_s = internal::kMasks[bits + p.level], mask_l = internal::kMasks[bits - p.level];
-  uint64_t hash = 0;
-  for (size_t index = p.min_size / 2; index < window / 2; ++index) {
-    const bool small = index < p.avg_size / 2;
-    const size_t a = index * 2;
-    hash = (hash << 2) + (internal::kGear[src[a]] << 1);
-    if ((hash & ((small ? mask_s : mask_l) << 1)) == 0) return a;
-    hash += internal::kGear[src[a + 1]];
-    if ((hash & (small ? mask_s : mask_l)) == 0) return a + 1;
-  }
-  return window;
 }
 
 std::vector<uint32_t> ReferenceLengths(const ChunkerParams& p, const std::vector<uint8_t>& data) {

@@ -160,9 +160,7 @@ TEST(PowerLoss, CrashAtEveryPointOfAPublishThenPowerLoss) {
     if (got.ok()) {
       EXPECT_EQ(*got, payload);
       ASSERT_TRUE(s->RemoveName("p").ok());  // start the next round without it
-      GcOptions g;
-      g.orphan_grace_seconds = 0;
-      ASSERT_TRUE(s->Gc(g).ok());
+      ASSERT_TRUE(s->Gc(testing::GcNow()).ok());
     } else {
       EXPECT_TRUE(got.status().IsNotFound()) << "crash at " << n << ": " << got.status().ToString();
     }

@@ -6,6 +6,7 @@
 namespace chunkstore {
 namespace {
 
+using testing::GcNow;
 using testing::RandomBytes;
 using testing::ReadObject;
 
@@ -13,12 +14,6 @@ uint64_t DirBytes(const std::string& dir) {
   uint64_t n = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) n += e.file_size();
   return n;
-}
-
-GcOptions Now() {
-  GcOptions o;
-  o.orphan_grace_seconds = 0;
-  return o;
 }
 
 class GcTest : public ::testing::Test {
@@ -65,14 +60,14 @@ TEST_F(GcTest, ReclaimsRemovedObjectsAndKeepsTheRest) {
   ASSERT_TRUE(store_->RemoveName("obj1").ok());
   ASSERT_TRUE(store_->RemoveName("obj2").ok());
 
-  auto dry = store_->Gc([] { GcOptions o = Now(); o.dry_run = true; return o; }());
+  auto dry = store_->Gc([] { GcOptions o = GcNow(); o.dry_run = true; return o; }());
   ASSERT_TRUE(dry.ok());
   EXPECT_EQ(dry->objects_removed, 3u);
   EXPECT_GT(dry->bytes_reclaimed, 1000000u);
   EXPECT_EQ(DirBytes(dir_ / "s/packs"), before);  // a dry run changes nothing
   EXPECT_EQ(store_->ListUnnamed()->size(), 4u);
 
-  auto r = store_->Gc(Now());
+  auto r = store_->Gc(GcNow());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->objects_removed, 3u);
   EXPECT_GT(r->chunks_removed, 100u);
@@ -86,7 +81,7 @@ TEST_F(GcTest, ReclaimsRemovedObjectsAndKeepsTheRest) {
   EXPECT_FALSE(v->corrupt());
   EXPECT_EQ(store_->Stats()->garbage_bytes, 0u);
   // Nothing left to do.
-  auto again = store_->Gc(Now());
+  auto again = store_->Gc(GcNow());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->bytes_reclaimed, 0u);
 }
@@ -98,10 +93,10 @@ TEST_F(GcTest, DeletesWhollyDeadPacksAndSharedChunksSurvive) {
   Put(base, "base");
   Put(edited, "edited");  // shares most chunks with base
   ASSERT_TRUE(store_->RemoveName("base").ok());
-  ASSERT_TRUE(store_->Gc(Now()).ok());
+  ASSERT_TRUE(store_->Gc(GcNow()).ok());
   EXPECT_EQ(*ReadObject(*store_, "edited"), edited);
   ASSERT_TRUE(store_->RemoveName("edited").ok());
-  auto r = store_->Gc(Now());
+  auto r = store_->Gc(GcNow());
   ASSERT_TRUE(r.ok());
   EXPECT_GE(r->packs_deleted, 1u);
   EXPECT_EQ(DirBytes(dir_ / "s/packs"), 0u);
@@ -119,7 +114,7 @@ TEST_F(GcTest, OrphanPackFilesGoOnlyAfterTheGracePeriod) {
   testing::WriteFile(dir_ / "s/packs/pack-00000000deadbeef.pack", RandomBytes(100, 2));
   ASSERT_TRUE(store_->Gc().ok());  // default grace: a fresh file stays
   EXPECT_TRUE(std::filesystem::exists(dir_ / "s/packs/pack-00000000deadbeef.pack"));
-  ASSERT_TRUE(store_->Gc(Now()).ok());
+  ASSERT_TRUE(store_->Gc(GcNow()).ok());
   EXPECT_FALSE(std::filesystem::exists(dir_ / "s/packs/pack-00000000deadbeef.pack"));
 }
 
@@ -134,7 +129,7 @@ TEST_F(GcTest, ReaderOpenedBeforeCompactionStillReads) {
   // the old pack.
   {
     auto other = *Store::Open(dir_ / "s");
-    auto r = other->Gc(Now());
+    auto r = other->Gc(GcNow());
     ASSERT_TRUE(r.ok());
     ASSERT_EQ(r->packs_compacted, 1u);
   }
@@ -154,7 +149,7 @@ TEST_F(GcTest, APackDeletedByGcIsNeverConfusedWithALaterOne) {
   {
     auto other = *Store::Open(dir_ / "s");
     ASSERT_TRUE(other->RemoveName("old").ok());
-    auto r = other->Gc(Now());
+    auto r = other->Gc(GcNow());
     ASSERT_TRUE(r.ok());
     ASSERT_EQ(r->packs_deleted, 1u);
     ASSERT_TRUE(other->PublishBytes(new_data.data(), new_data.size(), "new").ok());
@@ -177,7 +172,7 @@ TEST_F(GcTest, PublishReusingAChunkGcRemovedFailsInsteadOfDangling) {
   EXPECT_EQ(added->reused_chunks, added->chunks);
   // ...then gc removes them before the batch commits.
   auto other = *Store::Open(dir_ / "big");
-  ASSERT_TRUE(other->Gc(Now()).ok());
+  ASSERT_TRUE(other->Gc(GcNow()).ok());
   auto c = batch->Commit();
   ASSERT_TRUE(c.status().IsBusy()) << c.status().ToString();
   EXPECT_NE(c.status().message().find("publish again"), std::string::npos);
@@ -197,7 +192,7 @@ TEST_F(GcTest, AGcThroughTheSameHandleIsSeenByAnOpenBatch) {
   auto added = batch->AddBytes(d.data(), d.size(), "again");
   ASSERT_TRUE(added.ok());
   ASSERT_EQ(added->reused_chunks, added->chunks);
-  ASSERT_TRUE(store->Gc(Now()).ok());
+  ASSERT_TRUE(store->Gc(GcNow()).ok());
   auto c = batch->Commit();
   ASSERT_TRUE(c.status().IsBusy()) << c.status().ToString();
   EXPECT_TRUE(store->Resolve("again").status().IsNotFound());
@@ -231,7 +226,7 @@ TEST_F(GcTest, SmallChunksDeferredToCommitSurviveAConcurrentGc) {
   auto batch = store_->NewBatch();
   ASSERT_TRUE(batch->AddBytes(d.data(), d.size(), "again").ok());
   auto other = *Store::Open(dir_ / "s");
-  ASSERT_TRUE(other->Gc(Now()).ok());
+  ASSERT_TRUE(other->Gc(GcNow()).ok());
   auto c = batch->Commit();
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_GT((*c)[0].new_bytes, d.size());  // written again: gc had taken them
@@ -256,14 +251,14 @@ TEST_F(GcTest, FailureAtEveryStepLosesNothingAndARerunFinishes) {
     o.env = &env;
     auto copy = *Store::Open(dir_ / "copy", o);
     env.FailAt(0);
-    ASSERT_TRUE(copy->Gc(Now()).ok());
+    ASSERT_TRUE(copy->Gc(GcNow()).ok());
     total = env.count();
   }
   ASSERT_GT(total, 2);
   for (int n = 1; n <= total; ++n) {
     Reopen(&env);
     env.FailAt(n);
-    auto r = store_->Gc(Now());
+    auto r = store_->Gc(GcNow());
     env.FailAt(0);
     for (int i = 0; i < 3; ++i) {
       auto back = ReadObject(*store_, "keep" + std::to_string(i));
@@ -275,7 +270,7 @@ TEST_F(GcTest, FailureAtEveryStepLosesNothingAndARerunFinishes) {
     }
   }
   Reopen();
-  ASSERT_TRUE(store_->Gc(Now()).ok());
+  ASSERT_TRUE(store_->Gc(GcNow()).ok());
   auto v = store_->Verify();
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->corrupt());

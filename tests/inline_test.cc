@@ -3,7 +3,6 @@
 // read back verified like any object, damage to them is found and named,
 // and stores made without them (inline_max 0, older stores, bucket stores)
 // keep storing small objects as chunks.
-#include <sqlite3.h>
 
 #include <cstring>
 #include <sstream>
@@ -15,14 +14,9 @@ namespace chunkstore {
 namespace {
 
 using testing::RandomBytes;
+using testing::GcNow;
 using testing::ReadObject;
 using testing::TempDir;
-
-GcOptions GcNow() {
-  GcOptions o;
-  o.orphan_grace_seconds = 0;
-  return o;
-}
 
 class InlineTest : public ::testing::Test {
  protected:
@@ -41,22 +35,7 @@ class InlineTest : public ::testing::Test {
   // Runs a statement on the index of the store in `store_dir` (default:
   // the fixture's); returns its first column, concatenated.
   std::string Sql(const std::string& statement, const std::string& store_dir = {}) {
-    sqlite3* db;
-    const std::string path = (store_dir.empty() ? std::string(dir_ / "s") : store_dir) + "/index.db";
-    EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    std::string out;
-    char* err = nullptr;
-    const int rc = sqlite3_exec(
-        db, statement.c_str(),
-        [](void* o, int, char** v, char**) {
-          *static_cast<std::string*>(o) += v[0] ? v[0] : "NULL";
-          return 0;
-        },
-        &out, &err);
-    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-    sqlite3_free(err);
-    sqlite3_close(db);
-    return out;
+    return testing::Sql(store_dir.empty() ? std::string(dir_ / "s") : store_dir, statement);
   }
   // Runs a statement with the store closed, then reopens it.
   void AlterIndex(const std::string& statement) {

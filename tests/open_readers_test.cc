@@ -1,8 +1,6 @@
 // Store::OpenReaders: many refs opened against one index snapshot. Each
 // answer is the one OpenReader gives for that ref, in order, and a ref that
 // fails (missing, malformed, damaged) fails alone.
-#include <sqlite3.h>
-
 #include <cstring>
 
 #include "test_util.h"
@@ -45,11 +43,7 @@ class OpenReadersTest : public ::testing::TestWithParam<uint32_t> {
   // Runs one statement that must change one row, with the store closed.
   void AlterIndex(const std::string& statement) {
     store_.reset();
-    sqlite3* db;
-    ASSERT_EQ(sqlite3_open((dir_ / "s/index.db").c_str(), &db), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-    EXPECT_EQ(sqlite3_changes(db), 1);
-    sqlite3_close(db);
+    EXPECT_EQ(testing::Sql(dir_ / "s", statement + "; SELECT changes()"), "1") << statement;
     auto s = Store::Open(dir_ / "s");
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(*s);

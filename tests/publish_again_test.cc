@@ -4,7 +4,6 @@
 // of it or something else, the published object must be exactly what a
 // store without that object would make of it, and a damaged or missing
 // hint must never fail a publish.
-#include <sqlite3.h>
 
 #include "chunkstore/store.h"
 #include "digest.h"
@@ -53,21 +52,10 @@ class PublishAgain : public ::testing::Test {
     }
   }
 
-  void Sql(const std::string& statement) {
-    sqlite3* db;
-    ASSERT_EQ(sqlite3_open((dir_ / "s/index.db").c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
-    const std::string msg = err ? err : "";
-    sqlite3_free(err);
-    sqlite3_close(db);
-    ASSERT_EQ(rc, SQLITE_OK) << msg;
-  }
-
   // Runs a statement on the index with the store closed, then reopens it.
   void AlterIndex(const std::string& statement) {
     store_.reset();
-    Sql(statement);
+    testing::Sql(dir_ / "s", statement);
     auto s = Store::Open(dir_ / "s", options_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(*s);
@@ -205,7 +193,7 @@ TEST_F(PublishAgain, AStoreWithoutTheSizeIndexGetsItAtOpen) {
   EXPECT_EQ(again->new_bytes, 0u);
   store_.reset();
   // Fails if the index was not created again.
-  Sql("SELECT 1 FROM objects INDEXED BY objects_by_size WHERE size >= 1048576");
+  testing::Sql(dir_ / "s", "SELECT 1 FROM objects INDEXED BY objects_by_size WHERE size >= 1048576");
 }
 
 // Which earlier object a publish checks against: of several objects of the

@@ -1,6 +1,5 @@
 // Store round trips, range reads, dedupe, corruption detection and opening
 // rules, on disk and in memory.
-#include <sqlite3.h>
 
 #include <atomic>
 #include <chrono>
@@ -484,12 +483,7 @@ TEST(StoreOpen, NewerSchemaIsUnsupportedAndUntouched) {
   TempDir dir;
   ASSERT_TRUE(Store::Open(dir / "s").ok());
   {
-    sqlite3* db;
-    ASSERT_EQ(sqlite3_open((dir / "s/index.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value='99' WHERE key='schema_version'", nullptr,
-                           nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
+    testing::Sql(dir / "s", "UPDATE meta SET value='99' WHERE key='schema_version'");
   }
   const auto before = testing::ReadFile(dir / "s/index.db");
   auto s = Store::Open(dir / "s");
@@ -662,10 +656,7 @@ TEST(Corruption, SingleChunkObjectWithItsChunkRowGoneFailsAtOpen) {
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(*back, (std::vector<uint8_t>{'s', 'm', 'a', 'l', 'l', ' ', 'o', 'b', 'j', 'e', 'c', 't'}));
   }
-  sqlite3* db;
-  ASSERT_EQ(sqlite3_open((dir / "s/index.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM chunks", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  testing::Sql(dir / "s", "DELETE FROM chunks");
   auto s = *Store::Open(dir / "s");
   for (const std::string& ref : {id, id.substr(7), id.substr(7, 12)}) {
     auto r = s->OpenReader(ref);
@@ -702,12 +693,7 @@ TEST(Corruption, ManifestNamingAnUnindexedChunkFailsAtOpen) {
     auto s = *Store::Open(dir / "s", SmallChunks());
     id = s->PublishBytes(data.data(), data.size())->id;
   }
-  sqlite3* db;
-  ASSERT_EQ(sqlite3_open((dir / "s/index.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM chunks WHERE id = (SELECT id FROM chunks LIMIT 1)",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  testing::Sql(dir / "s", "DELETE FROM chunks WHERE id = (SELECT id FROM chunks LIMIT 1)");
   auto s = *Store::Open(dir / "s");
   auto r = s->OpenReader(id);
   ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();

@@ -1,8 +1,10 @@
 // Helpers shared by the tests: deterministic random bytes, temporary
-// directories, and reading a whole object.
+// directories, reading a whole object, gc without the grace period, and
+// SQL against a closed store's index.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -74,6 +76,36 @@ inline Options SmallChunks() {
   o.chunking.avg_size = 4096;
   o.chunking.max_size = 16384;
   return o;
+}
+
+// gc that removes unreferenced pack files at once, not after the hour
+// a writer's new pack is given.
+inline GcOptions GcNow() {
+  GcOptions o;
+  o.orphan_grace_seconds = 0;
+  return o;
+}
+
+// Runs SQL statements on the index of the store in store_dir (closed, or
+// at least not writing); returns the first column of every result row,
+// concatenated ("NULL" for NULL). An SQL error fails the test.
+inline std::string Sql(const std::string& store_dir, const std::string& statements) {
+  sqlite3* db = nullptr;
+  const std::string path = store_dir + "/index.db";
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK) << path;
+  std::string out;
+  char* err = nullptr;
+  const int rc = sqlite3_exec(
+      db, statements.c_str(),
+      [](void* o, int, char** v, char**) {
+        *static_cast<std::string*>(o) += v[0] ? v[0] : "NULL";
+        return 0;
+      },
+      &out, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << " in: " << statements;
+  sqlite3_free(err);
+  sqlite3_close(db);
+  return out;
 }
 
 }  // namespace chunkstore::testing

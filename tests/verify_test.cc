@@ -1,5 +1,4 @@
 // verify: a clean store passes; each kind of damage is found and named.
-#include <sqlite3.h>
 
 #include "test_util.h"
 
@@ -80,11 +79,7 @@ TEST_F(VerifyTest, MissingPackAndMissingChunkRow) {
 }
 
 TEST_F(VerifyTest, DeletedChunkRowIsAMissingChunk) {
-  sqlite3* db;
-  ASSERT_EQ(sqlite3_open((dir_ / "s/index.db").c_str(), &db), SQLITE_OK);
-  const std::string sql = "DELETE FROM chunks WHERE hex(id) = upper('" + chunks_[1].id + "')";
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  testing::Sql(dir_ / "s", "DELETE FROM chunks WHERE hex(id) = upper('" + chunks_[1].id + "')");
   auto r = Open()->Verify();
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->corrupt());

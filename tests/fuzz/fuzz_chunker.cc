@@ -2,36 +2,12 @@
 // scan written as the reference crate does it, and the same however the
 // input is split. The first bytes choose the parameters and the split;
 // about half the inputs use chunks long enough for the two-stream scan.
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
+#include "../chunker_reference.h"
 #include "chunkstore/chunker.h"
-#include "gear_table.h"
-
-namespace {
-
-size_t ReferenceCut(const chunkstore::ChunkerParams& p, const uint8_t* src, size_t len) {
-  using chunkstore::internal::kGear;
-  using chunkstore::internal::kMasks;
-  if (len <= p.min_size) return len;
-  const size_t window = len < p.max_size ? len : p.max_size;
-  const int bits = static_cast<int>(std::lround(std::log2(static_cast<double>(p.avg_size))));
-  const uint64_t mask_s = kMasks[bits + p.level], mask_l = kMasks[bits - p.level];
-  uint64_t hash = 0;
-  for (size_t index = p.min_size / 2; index < window / 2; ++index) {
-    const uint64_t mask = index < p.avg_size / 2 ? mask_s : mask_l;
-    const size_t a = index * 2;
-    hash = (hash << 2) + (kGear[src[a]] << 1);
-    if ((hash & (mask << 1)) == 0) return a;
-    hash += kGear[src[a + 1]];
-    if ((hash & mask) == 0) return a + 1;
-  }
-  return window;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 4) return 0;
@@ -56,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t n = long_chunks ? stretched.size() : size - 4;
   const auto whole = chunkstore::ChunkBuffer(p, in, n);
   for (size_t i = 0, pos = 0; i < whole.size(); pos += whole[i++].length)
-    if (whole[i].offset != pos || whole[i].length != ReferenceCut(p, in + pos, n - pos)) std::abort();
+    if (whole[i].offset != pos || whole[i].length != chunkstore::testing::ReferenceCut(p, in + pos, n - pos)) std::abort();
   chunkstore::Chunker c(p);
   std::vector<uint8_t> buf;
   std::vector<uint32_t> cuts;
