@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "compress.h"
+#include "sha256_pair.h"
 
 namespace chunkstore::internal {
 
@@ -24,15 +25,20 @@ namespace {
 
 constexpr size_t kReadBlock = 256 * 1024;
 
-// Returns false, having done nothing more, if the chunk's id is not
-// *expect: a chunk that differs from an expected one is cut again.
-bool ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink, const Digest* expect = nullptr) {
-  c.id = Sha256::Of(c.data, c.length);
+// What follows a chunk's hash (c.id is set). Returns false, having done
+// nothing more, if the id is not *expect: a chunk that differs from an
+// expected one is cut again.
+bool ProcessHashed(IngestedChunk& c, bool compress, IngestSink* sink, const Digest* expect) {
   if (expect && c.id != *expect) return false;
   c.known = sink->IsKnown(c.id, c.length);
   c.compressed = !c.known && compress && TryCompress(c.data, c.length, &c.packed);
   if (!c.compressed) c.packed.clear();
   return true;
+}
+
+bool ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink, const Digest* expect = nullptr) {
+  c.id = Sha256::Of(c.data, c.length);
+  return ProcessHashed(c, compress, sink, expect);
 }
 
 // Reads from source into buf until it holds `want` bytes or the input ends.
@@ -137,8 +143,9 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
 // and hands chunks to the sink in order, and each of them hashes chunks
 // itself instead of waiting. The consumer hashes the chunk it reaches if
 // nobody has; the producer, when the ring is full, takes the newest
-// unhashed chunk, which the consumer will reach last. Beyond two cores,
-// extra workers take the oldest unhashed chunks.
+// unhashed chunks, which the consumer will reach last, two at a time when
+// it can (Sha256Pair). Beyond two cores, extra workers take the oldest
+// unhashed chunks.
 //
 // Given an expected chunk list (an earlier version of the input), a first
 // phase skips the chunker: the producer reads at the expected cut points,
@@ -203,9 +210,22 @@ class Pipeline {
     return error_;
   }
 
-  void Process(Slot& s) {
+  void AfterHash(Slot& s) {
     const bool stays_raw = s.chunk.whole_input && s.chunk.length <= cfg_.inline_max;
-    s.differs = !ProcessChunk(s.chunk, cfg_.compress && !stays_raw, sink_, s.expect);
+    s.differs = !ProcessHashed(s.chunk, cfg_.compress && !stays_raw, sink_, s.expect);
+  }
+
+  // Hashes one chunk, or two together (Sha256Pair: about 1.27x the bytes
+  // per second of one at a time on a core with SHA extensions).
+  void Process(Slot& a, Slot* b) {
+    if (b == nullptr) {
+      a.chunk.id = Sha256::Of(a.chunk.data, a.chunk.length);
+    } else {
+      Sha256Pair(a.chunk.data, a.chunk.length, &a.chunk.id, b->chunk.data, b->chunk.length,
+                 &b->chunk.id);
+      AfterHash(*b);
+    }
+    AfterHash(a);
   }
 
   // A slot that held an unusually large chunk gives back the pages above
@@ -242,24 +262,36 @@ class Pipeline {
     return UINT64_MAX;
   }
 
-  // Hashes chunk k (claimed by the caller) with mu_ released.
-  void HashClaimed(std::unique_lock<std::mutex>& l, uint64_t k) {
+  // Hashes chunk k and, unless it is UINT64_MAX, chunk k2 (both claimed
+  // by the caller) with mu_ released.
+  void HashClaimed(std::unique_lock<std::mutex>& l, uint64_t k, uint64_t k2 = UINT64_MAX) {
     l.unlock();
-    Process(At(k));
+    Process(At(k), k2 == UINT64_MAX ? nullptr : &At(k2));
     l.lock();
     At(k).hash = Hash::kDone;
+    if (k2 != UINT64_MAX) At(k2).hash = Hash::kDone;
     cv_.notify_all();
   }
 
+  // Unhashed chunks in the ring. mu_ held.
+  size_t Unhashed() {
+    size_t n = 0;
+    for (uint64_t k = consumed_; k < produced_; ++k) n += At(k).hash == Hash::kTodo;
+    return n;
+  }
+
   // Waits for a free slot, hashing other chunks meanwhile; nullptr when
-  // the pipeline is stopping.
+  // the pipeline is stopping. Hashing starts one slot early when that
+  // makes a pair: with the last slot free and one chunk unhashed, cutting
+  // the next chunk first lets the two be hashed together.
   Slot* AcquireSlot(uint64_t k) {
     std::unique_lock<std::mutex> l(mu_);
     for (;;) {
       if (stop_) return nullptr;
-      if (consumed_ + slots_.size() > k) break;
+      const uint64_t free = consumed_ + slots_.size() - k;  // k's slot included
+      if (free >= 2 || (free == 1 && Unhashed() < 2)) break;
       const uint64_t job = Claim(true);
-      if (job != UINT64_MAX) HashClaimed(l, job);
+      if (job != UINT64_MAX) HashClaimed(l, job, Claim(true));
       else cv_.wait(l);
     }
     Slot& s = At(k);
@@ -382,7 +414,7 @@ class Pipeline {
     for (;;) {
       if (stop_) return;
       const uint64_t job = Claim(false);
-      if (job != UINT64_MAX) HashClaimed(l, job);
+      if (job != UINT64_MAX) HashClaimed(l, job, Claim(false));
       else if (producer_done_) return;
       else cv_.wait(l);
     }

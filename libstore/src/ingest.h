@@ -5,8 +5,8 @@
 // consumer thread. Chunk SHA-256s, the known-chunk check and compression
 // attempts are shared out: the consumer does them for the chunk it reaches
 // unless someone already has, the producer does them for the newest chunks
-// while the ring is full, and beyond two threads extra workers take the
-// oldest. Queues are bounded by a fixed ring of chunk slots, so memory does
+// (two at a time, interleaved: sha256_pair.h) while the ring is full, and
+// beyond two threads extra workers take the oldest. Queues are bounded by a fixed ring of chunk slots, so memory does
 // not grow with the input: at most (2 * threads + 4) slots of
 // max-chunk-size bytes plus one read block.
 #pragma once
