@@ -130,10 +130,11 @@ an object stored before all of them still reads back byte-exact
 libFuzzer targets (clang, with ASan and UBSan) in `tests/fuzz/`: the pack
 record decoder, the manifest decoder (what decodes must re-encode to the
 same bytes), REF parsing against a small store, the bucket log record
-decoder, and the chunker (the cuts of a plain single scan, and the same
+decoder, the chunker (the cuts of a plain single scan, and the same
 cuts however the input is split; half the inputs are stretched to 96 KiB,
-long enough for its two-stream scan). `scripts/fuzz.sh SECONDS` runs
-them.
+long enough for its two-stream scan), and `Sha256Pair` (both digests are
+OpenSSL's, for messages the input places anywhere in itself).
+`scripts/fuzz.sh SECONDS` runs them.
 
 | target | time | executions | failures |
 |---|---:|---:|---:|
