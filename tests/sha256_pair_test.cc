@@ -1,6 +1,7 @@
-// Sha256Pair against OpenSSL: known answers, every length around the
-// padding boundaries, unequal and overlapping messages, unaligned starts,
-// and the same answers with interleaving turned off.
+// Sha256Pair and Sha256Stream against OpenSSL: known answers, every length
+// around the padding boundaries, unequal and overlapping messages,
+// unaligned starts, a stream that hashes pieces on the way, and the same
+// answers with interleaving turned off.
 #include "sha256_pair.h"
 
 #include <openssl/evp.h>
@@ -80,6 +81,42 @@ TEST_P(Sha256PairTest, LongUnequalOverlappingAndUnaligned) {
   }
   ExpectPair(data, {0, data.size(), 0, data.size()});  // the same message twice
   ExpectPair(data, {3, 1 << 20, 3 + 64, 1 << 20});      // overlapping, a block apart
+}
+
+// A stream fed in pieces of every size from 0 to 200 bytes and then in
+// long ones, each piece through Update or UpdateAndHash in turn, so the
+// paired pass starts at every offset within the stream's block: each
+// piece's digest and the whole stream's must be OpenSSL's.
+TEST_P(Sha256PairTest, StreamWithPiecesHashedOnTheWay) {
+  const auto data = chunkstore::testing::RandomBytes(3 << 20, 13);
+  std::mt19937_64 rng(13);
+  Sha256Stream stream;
+  size_t pos = 0, piece = 0;
+  while (pos < data.size()) {
+    size_t n = piece <= 200 ? piece : rng() % (300 << 10);
+    n = std::min(n, data.size() - pos);
+    if (piece % 2 == 0) {
+      const Digest own = stream.UpdateAndHash(data.data() + pos, n);
+      ASSERT_EQ(own, OpenSsl(data.data() + pos, n)) << "piece " << piece << " of " << n
+                                                    << " bytes at " << pos;
+    } else {
+      stream.Update(data.data() + pos, n);
+    }
+    pos += n;
+    ++piece;
+  }
+  EXPECT_EQ(stream.Finish(), OpenSsl(data.data(), data.size()));
+}
+
+TEST_P(Sha256PairTest, StreamOfNothingAndOfOnePiece) {
+  Sha256Stream empty;
+  EXPECT_EQ(empty.Finish().Hex(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  const auto data = chunkstore::testing::RandomBytes(1000, 14);
+  for (size_t n : {0, 1, 55, 56, 63, 64, 65, 119, 128, 1000}) {
+    Sha256Stream one;
+    EXPECT_EQ(one.UpdateAndHash(data.data(), n), OpenSsl(data.data(), n)) << n;
+    EXPECT_EQ(one.Finish(), OpenSsl(data.data(), n)) << n;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Sha256PairTest, ::testing::Values(true, false),

@@ -456,12 +456,27 @@ class Pipeline {
         return;
       }
       Slot& s = At(k);
-      // The object hash runs while others hash later chunks. A chunk that
-      // is checked against an expected id is hashed first instead: one
-      // that differs must not reach the object hash.
-      if (!s.expect) object_hash_.Update(s.chunk.data, s.chunk.length);
+      // The object hash runs while others hash later chunks; a chunk
+      // nobody has hashed yet is hashed in the same pass (Sha256Stream).
+      // A chunk that is checked against an expected id is hashed first
+      // instead: one that differs must not reach the object hash.
+      bool claimed = false;
+      if (!s.expect) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          claimed = s.hash == Hash::kTodo;
+          if (claimed) s.hash = Hash::kRunning;
+        }
+        if (claimed) {
+          s.chunk.id = object_hash_.UpdateAndHash(s.chunk.data, s.chunk.length);
+          AfterHash(s);
+        } else {
+          object_hash_.Update(s.chunk.data, s.chunk.length);
+        }
+      }
       {
         std::unique_lock<std::mutex> l(mu_);
+        if (claimed) s.hash = Hash::kDone;
         if (s.hash == Hash::kTodo) {
           s.hash = Hash::kRunning;
           HashClaimed(l, k);
@@ -494,7 +509,7 @@ class Pipeline {
   const std::vector<ManifestEntry>* expected_ = nullptr;
   bool diverged_ = false;  // a chunk differed from expected_ (not an error)
   Status error_;
-  Sha256 object_hash_;
+  Sha256Stream object_hash_;
   IngestOutcome out_;
 };
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -181,7 +182,11 @@ void InterleavedPair(const uint8_t* a, size_t na, Digest* da, const uint8_t* b, 
 
 bool CpuHasShaExtensions() { return false; }
 
-void InterleavedPair(const uint8_t*, size_t, Digest*, const uint8_t*, size_t, Digest*) {}
+// Never called: Sha256PairInterleaves() is false without the extensions.
+void InterleavedPair(const uint8_t*, size_t, Digest*, const uint8_t*, size_t, Digest*) { std::abort(); }
+void CompressOne(uint32_t*, const uint8_t*, size_t) { std::abort(); }
+void CompressTwo(uint32_t*, const uint8_t*, uint32_t*, const uint8_t*, size_t) { std::abort(); }
+void FinishMessage(uint32_t*, const uint8_t*, size_t, uint64_t) { std::abort(); }
 
 #endif
 
@@ -202,6 +207,71 @@ void Sha256Pair(const void* a, size_t na, Digest* da, const void* b, size_t nb, 
   }
   *da = Sha256::Of(a, na);
   *db = Sha256::Of(b, nb);
+}
+
+Sha256Stream::Sha256Stream() : interleave_(Sha256PairInterleaves()) {
+  std::memcpy(state_, kInitial, sizeof state_);
+}
+
+void Sha256Stream::Update(const void* data, size_t n) {
+  if (!interleave_) return openssl_.Update(data, n);
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  total_ += n;
+  if (buffered_ > 0) {
+    const size_t take = std::min(64 - buffered_, n);
+    std::memcpy(block_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    n -= take;
+    if (buffered_ < 64) return;
+    CompressOne(state_, block_, 1);
+    buffered_ = 0;
+  }
+  CompressOne(state_, p, n / 64);
+  buffered_ = n % 64;
+  std::memcpy(block_, p + n - buffered_, buffered_);
+}
+
+Digest Sha256Stream::UpdateAndHash(const void* data, size_t n) {
+  Digest own;
+  if (!interleave_) {
+    openssl_.Update(data, n);
+    return Sha256::Of(data, n);
+  }
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint32_t h[8];
+  std::memcpy(h, kInitial, sizeof h);
+  // The stream's blocks start where its incomplete block ends, the
+  // chunk's at p: fill the one, then run both over the common stretch.
+  size_t head = 0;
+  if (buffered_ > 0) {
+    head = std::min(64 - buffered_, n);
+    std::memcpy(block_ + buffered_, p, head);
+    buffered_ += head;
+    if (buffered_ == 64) {
+      CompressOne(state_, block_, 1);
+      buffered_ = 0;
+    }
+  }
+  total_ += n;
+  const size_t both = (n - head) / 64;
+  CompressTwo(state_, p + head, h, p, both);
+  if (head == 0 || buffered_ == 0) {  // the stream is at a block boundary
+    const size_t left = n - head - 64 * both;
+    std::memcpy(block_, p + head + 64 * both, left);
+    buffered_ = left;
+  }
+  FinishMessage(h, p + 64 * both, n - 64 * both, n);
+  StoreDigest(h, &own);
+  return own;
+}
+
+Digest Sha256Stream::Finish() {
+  if (!interleave_) return openssl_.Finish();
+  FinishMessage(state_, block_, buffered_, total_);
+  Digest d;
+  StoreDigest(state_, &d);
+  return d;
 }
 
 void SetSha256PairInterleaveForTesting(bool enabled) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "digest.h"
 
@@ -22,6 +23,32 @@ namespace chunkstore::internal {
 // ranges may overlap or be the same; either length may be zero.
 // Thread-safe.
 void Sha256Pair(const void* a, size_t na, Digest* da, const void* b, size_t nb, Digest* db);
+
+// A running SHA-256 (an object's) that can hash a chunk's own digest in
+// the same pass as it takes the chunk's bytes: UpdateAndHash pairs the
+// two the way Sha256Pair pairs two messages. Interleaves when
+// Sha256PairInterleaves() held at construction; otherwise OpenSSL does
+// both. Not copyable; not thread-safe (one thread feeds it).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+
+  void Update(const void* data, size_t n);
+  // Update(data, n), and returns the SHA-256 of data[0, n) alone.
+  Digest UpdateAndHash(const void* data, size_t n);
+  // The digest of everything given; the stream is spent afterwards.
+  Digest Finish();
+
+ private:
+  bool interleave_;
+  uint32_t state_[8];
+  uint8_t block_[64];  // bytes of the current, incomplete block
+  size_t buffered_ = 0;
+  uint64_t total_ = 0;
+  Sha256 openssl_;
+};
 
 // Whether Sha256Pair interleaves on this machine (SHA extensions present
 // and not turned off below).
