@@ -84,11 +84,12 @@ struct PackWriter {
 };
 
 // Reads the record of chunk id at loc and checks it: header, agreement
-// with the index, xxHash64 of the stored bytes and, unless quick, the
-// SHA-256 of the inflated content (left in *raw). Corruption says what
-// failed, without naming an object.
+// with the index, xxHash64 of the stored bytes and, unless quick or
+// check_sha is false, the SHA-256 of the inflated content (left in *raw;
+// a caller that passes false must check it). Corruption says what failed,
+// without naming an object.
 Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc, bool quick,
-                   Buffer* raw);
+                   Buffer* raw, bool check_sha = true);
 
 }  // namespace internal
 
@@ -144,6 +145,13 @@ struct Store::Impl {
                                                 const internal::Digest& chunk_id,
                                                 const internal::ChunkLocation& loc,
                                                 bool keep = true);
+  // Verified bytes of two chunks, their SHA-256s computed together
+  // (Sha256Pair), not kept in the cache. A chunk whose record fails any
+  // check gets LoadChunk's answer for it alone.
+  std::array<Result<internal::ChunkCache::Bytes>, 2> LoadChunkPair(
+      const std::string& object_id, const internal::Digest& first_id,
+      const internal::ChunkLocation& first_loc, const internal::Digest& second_id,
+      const internal::ChunkLocation& second_loc);
   Result<std::shared_ptr<File>> PackForRead(int64_t pack_id);
   // A pack by name, for reading: a local file, or a blob of the bucket
   // (NotFound if missing). size is the expected size (0: ask the bucket).
