@@ -357,7 +357,7 @@ def peers_section(peers, ceil=None):
             others = [(n, t[key]["median"]) for n, t in peers["tools"].items() if n != "chunkstore"]
             if others:
                 best = max(others, key=lambda x: x[1])
-                lines.append(f"- {label}: {cs[key]['median'] / best[1]:.1f}× {best[0]} (target ≥ 4×)")
+                lines.append(f"- {label}: {cs[key]['median'] / best[1]:.2f}× {best[0]} (target ≥ 4×)")
         if ceil:
             lines += ["", "What 4× the fastest other tool asks for, against what two cores allow (the "
                       "ceilings above, as multiples of the H of their own run; a whole process also pays "
