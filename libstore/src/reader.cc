@@ -400,8 +400,9 @@ class ObjectReader final : public Reader {
   // Sequential reads verify the next chunks on other threads while the
   // caller consumes this one; bytes are still handed out in order, and
   // only after their chunk has been verified. Where Sha256Pair
-  // interleaves, each task verifies two chunks, and the queue refills two
-  // at a time (between depth_ - 1 and depth_ + 1 chunks ahead).
+  // interleaves (and the packs are local), each task verifies two chunks,
+  // and the queue refills two at a time (between depth_ - 1 and
+  // depth_ + 1 chunks ahead).
   Result<Bytes> FetchSequential(size_t i) {
     while (!ahead_.empty() && ahead_.front().first < i) {
       ahead_.front().second.wait();
@@ -418,7 +419,9 @@ class ObjectReader final : public Reader {
       r = Fetch(i, false);
     }
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
-    if (Sha256PairInterleaves()) {
+    // Not from a bucket: there a task mostly waits on its fetch, and a
+    // pair would fetch its two chunks one after the other.
+    if (Sha256PairInterleaves() && !store_->bucket) {
       for (; ahead_.size() < depth_ && next + 1 < entries_.size(); next += 2) SubmitPair(next);
     }
     while (ahead_.size() < depth_ && next < entries_.size()) {
