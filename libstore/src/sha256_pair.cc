@@ -215,6 +215,7 @@ Sha256Stream::Sha256Stream() : interleave_(Sha256PairInterleaves()) {
 
 void Sha256Stream::Update(const void* data, size_t n) {
   if (!interleave_) return openssl_.Update(data, n);
+  if (n == 0) return;  // data may be null
   const uint8_t* p = static_cast<const uint8_t*>(data);
   total_ += n;
   if (buffered_ > 0) {
@@ -233,11 +234,12 @@ void Sha256Stream::Update(const void* data, size_t n) {
 }
 
 Digest Sha256Stream::UpdateAndHash(const void* data, size_t n) {
-  Digest own;
   if (!interleave_) {
     openssl_.Update(data, n);
     return Sha256::Of(data, n);
   }
+  if (n == 0) return Sha256::Of(nullptr, 0);  // data may be null; the stream is unchanged
+  Digest own;
   const uint8_t* p = static_cast<const uint8_t*>(data);
   uint32_t h[8];
   std::memcpy(h, kInitial, sizeof h);
