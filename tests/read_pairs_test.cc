@@ -4,9 +4,6 @@
 // record header (caught before hashing), must stop the read exactly at that
 // chunk with an error naming it, after every byte before it; with pairing
 // on and off.
-#include <filesystem>
-#include <fstream>
-
 #include "sha256_pair.h"
 #include "test_util.h"
 
@@ -15,17 +12,6 @@ namespace {
 
 using testing::RandomBytes;
 using testing::SmallChunks;
-
-void FlipByteAt(const std::filesystem::path& store_dir, uint64_t offset) {
-  std::filesystem::path pack;
-  for (auto& e : std::filesystem::directory_iterator(store_dir / "packs")) pack = e.path();
-  std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c;
-  f.get(c);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.put(static_cast<char>(c ^ 0x01));
-}
 
 class ReadPairsTest : public ::testing::TestWithParam<bool> {
  protected:
@@ -54,8 +40,8 @@ TEST_P(ReadPairsTest, ADamagedChunkStopsTheReadThereWhicheverHalfOfAPairItIs) {
       // and the chunk (raw: random data does not compress).
       uint64_t record = 16;
       for (size_t k = 0; k < damaged; ++k) record += 64 + chunks[k].length;
-      FlipByteAt(dir / "s", record + (how == 1 ? 20 : 64 + 5));
-      if (how == 2) FlipByteAt(dir / "s", record + 64 + chunks[damaged].length + 20);
+      testing::FlipPackByte(dir / "s", record + (how == 1 ? 20 : 64 + 5));
+      if (how == 2) testing::FlipPackByte(dir / "s", record + 64 + chunks[damaged].length + 20);
       auto s = *Store::Open(dir / "s");
       auto reader = std::move(*s->OpenReader(id));
       std::vector<uint8_t> got, buf(3000);

@@ -539,17 +539,7 @@ TEST(OneByteEdit, AddsAtMostTwoChunksOn64MiB) {
   EXPECT_LT(second->new_bytes, 2 * 4 * (1u << 20) + 1024);
 }
 
-// Flips one byte of the first chunk record's payload inside the pack.
-void FlipPackByte(const std::string& store_dir, uint64_t offset_in_pack) {
-  std::string pack;
-  for (auto& e : std::filesystem::directory_iterator(store_dir + "/packs")) pack = e.path();
-  std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset_in_pack));
-  char c;
-  f.get(c);
-  f.seekp(static_cast<std::streamoff>(offset_in_pack));
-  f.put(static_cast<char>(c ^ 0x01));
-}
+using testing::FlipPackByte;
 
 TEST(Corruption, FlippedPayloadByteIsReportedWithObjectAndChunk) {
   TempDir dir;

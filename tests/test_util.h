@@ -78,6 +78,19 @@ inline Options SmallChunks() {
   return o;
 }
 
+// Flips the lowest bit of the byte at offset_in_pack in the store's pack
+// (a store with exactly one pack).
+inline void FlipPackByte(const std::filesystem::path& store_dir, uint64_t offset_in_pack) {
+  std::filesystem::path pack;
+  for (auto& e : std::filesystem::directory_iterator(store_dir / "packs")) pack = e.path();
+  std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset_in_pack));
+  char c;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset_in_pack));
+  f.put(static_cast<char>(c ^ 0x01));
+}
+
 // gc that removes unreferenced pack files at once, not after the hour
 // a writer's new pack is given.
 inline GcOptions GcNow() {
