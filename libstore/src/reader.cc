@@ -190,13 +190,14 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
   return bytes;
 }
 
-std::array<Result<ChunkCache::Bytes>, 2> Store::Impl::LoadChunkPair(
-    const std::string& object_id, const Digest& first_id, const ChunkLocation& first_loc,
-    const Digest& second_id, const ChunkLocation& second_loc) {
+std::array<ChunkCache::Bytes, 2> Store::Impl::LoadChunkPair(const Digest& first_id,
+                                                           const ChunkLocation& first_loc,
+                                                           const Digest& second_id,
+                                                           const ChunkLocation& second_loc) {
   const Digest ids[2] = {first_id, second_id};
   const ChunkLocation locs[2] = {first_loc, second_loc};
-  if (cache.Get(ids[0]) || cache.Get(ids[1]))  // nothing to pair
-    return {LoadChunk(object_id, ids[0], locs[0], false), LoadChunk(object_id, ids[1], locs[1], false)};
+  std::array<ChunkCache::Bytes, 2> out;
+  if (cache.Get(ids[0]) || cache.Get(ids[1])) return out;  // nothing to pair: LoadChunk serves them
   std::shared_ptr<Buffer> raw[2];
   bool checked[2] = {false, false};
   for (int k = 0; k < 2; ++k) {
@@ -215,13 +216,9 @@ std::array<Result<ChunkCache::Bytes>, 2> Store::Impl::LoadChunkPair(
     for (int k = 0; k < 2; ++k)
       good[k] = checked[k] && Sha256::Of(raw[k]->data(), raw[k]->size()) == ids[k];
   }
-  // Anything that failed is loaded again on its own, so its error is
-  // LoadChunk's, naming the object, the chunk and what failed.
-  auto answer = [&](int k) -> Result<ChunkCache::Bytes> {
-    if (good[k]) return ChunkCache::Bytes(std::move(raw[k]));
-    return LoadChunk(object_id, ids[k], locs[k], false);
-  };
-  return {answer(0), answer(1)};
+  for (int k = 0; k < 2; ++k)
+    if (good[k]) out[k] = std::move(raw[k]);
+  return out;
 }
 
 // ---- reader --------------------------------------------------------------
@@ -373,14 +370,14 @@ class ObjectReader final : public Reader {
     return store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
   }
 
-  // Chunks i and i + 1 through LoadChunkPair; one that fails there goes
-  // through Fetch, which looks for a chunk gc has moved.
+  // Chunks i and i + 1 through LoadChunkPair; one it did not verify goes
+  // through Fetch, whose error names what failed and which looks for a
+  // chunk gc has moved.
   std::array<Result<Bytes>, 2> FetchPair(size_t i) {
-    std::array<Result<Bytes>, 2> r =
-        store_->LoadChunkPair(id_, entries_[i].id, locs_[i], entries_[i + 1].id, locs_[i + 1]);
-    for (size_t k = 0; k < 2; ++k)
-      if (!r[k].ok() && r[k].status().IsCorruption()) r[k] = Fetch(i + k, false);
-    return r;
+    std::array<Bytes, 2> b =
+        store_->LoadChunkPair(entries_[i].id, locs_[i], entries_[i + 1].id, locs_[i + 1]);
+    return {b[0] ? Result<Bytes>(std::move(b[0])) : Fetch(i, false),
+            b[1] ? Result<Bytes>(std::move(b[1])) : Fetch(i + 1, false)};
   }
 
   // Queues chunks i and i + 1 as one read-ahead task.

@@ -146,12 +146,13 @@ struct Store::Impl {
                                                 const internal::ChunkLocation& loc,
                                                 bool keep = true);
   // Verified bytes of two chunks, their SHA-256s computed together
-  // (Sha256Pair), not kept in the cache. A chunk whose record fails any
-  // check gets LoadChunk's answer for it alone.
-  std::array<Result<internal::ChunkCache::Bytes>, 2> LoadChunkPair(
-      const std::string& object_id, const internal::Digest& first_id,
-      const internal::ChunkLocation& first_loc, const internal::Digest& second_id,
-      const internal::ChunkLocation& second_loc);
+  // (Sha256Pair), not kept in the cache. A null answer means the chunk was
+  // not verified here (a cache hit, or any check failed): the caller loads
+  // it alone with LoadChunk, which says what failed.
+  std::array<internal::ChunkCache::Bytes, 2> LoadChunkPair(const internal::Digest& first_id,
+                                                           const internal::ChunkLocation& first_loc,
+                                                           const internal::Digest& second_id,
+                                                           const internal::ChunkLocation& second_loc);
   Result<std::shared_ptr<File>> PackForRead(int64_t pack_id);
   // A pack by name, for reading: a local file, or a blob of the bucket
   // (NotFound if missing). size is the expected size (0: ask the bucket).
