@@ -6,6 +6,7 @@
 
 #include "digest.h"
 #include "ingest.h"
+#include "sha256_pair.h"
 #include "test_util.h"
 
 namespace chunkstore::internal {
@@ -88,8 +89,7 @@ struct PipelineCase {
 
 class IngestPipeline : public ::testing::TestWithParam<PipelineCase> {};
 
-TEST_P(IngestPipeline, GivesTheInlineChunksIdsAndOrder) {
-  const PipelineCase pc = GetParam();
+void CheckAgainstInline(const PipelineCase& pc) {
   testing::TempDir dir;
   const auto data = testing::RandomBytes(400000, 11);
   testing::WriteFile(dir / "f", data);
@@ -125,6 +125,18 @@ TEST_P(IngestPipeline, GivesTheInlineChunksIdsAndOrder) {
   EXPECT_EQ(out->chunks, want.size());
   EXPECT_EQ(out->size, data.size());
   EXPECT_EQ(out->object_id, Sha256::Of(data.data(), data.size()));
+}
+
+// Both ways of sharing the object hash's pass (with any unhashed chunk,
+// or only with its own chunk: Sha256PairKeepsSpeed) must give the same.
+TEST_P(IngestPipeline, GivesTheInlineChunksIdsAndOrder) {
+  for (int keeps : {1, 0}) {
+    SCOPED_TRACE(keeps ? "object hash paired with any chunk" : "object hash paired with its own");
+    SetSha256PairKeepsSpeedForTesting(keeps);
+    CheckAgainstInline(GetParam());
+    SetSha256PairKeepsSpeedForTesting(-1);
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST_P(IngestPipeline, StopsAtTheSinksFailure) {

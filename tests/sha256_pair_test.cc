@@ -26,6 +26,21 @@ Digest OpenSsl(const uint8_t* p, size_t n) {
   return d;
 }
 
+// Takes data[0, n) into the stream and returns its own digest, hashed
+// alongside (the way the ingest pipeline's object hash takes an unhashed
+// chunk along).
+Digest UpdateAndHash(Sha256Stream& stream, const uint8_t* data, size_t n) {
+  Sha256Partial own;
+  own.Start(data, n);
+  size_t used = 0;
+  while (used < n) {
+    used += stream.UpdateAlongside(data + used, n - used, own);
+    if (!own.HasBlocks()) break;
+  }
+  stream.Update(data + used, n - used);
+  return own.Finish();
+}
+
 struct PairCase {
   size_t a_off, a_len, b_off, b_len;
 };
@@ -96,7 +111,7 @@ TEST_P(Sha256PairTest, StreamWithPiecesHashedOnTheWay) {
     size_t n = piece <= 200 ? piece : rng() % (300 << 10);
     n = std::min(n, data.size() - pos);
     if (piece % 2 == 0) {
-      const Digest own = stream.UpdateAndHash(data.data() + pos, n);
+      const Digest own = UpdateAndHash(stream, data.data() + pos, n);
       ASSERT_EQ(own, OpenSsl(data.data() + pos, n)) << "piece " << piece << " of " << n
                                                     << " bytes at " << pos;
     } else {
@@ -108,18 +123,94 @@ TEST_P(Sha256PairTest, StreamWithPiecesHashedOnTheWay) {
   EXPECT_EQ(stream.Finish(), OpenSsl(data.data(), data.size()));
 }
 
+// A stream fed pieces through UpdateAlongside, each taking along other
+// messages of assorted lengths (short and long, block-sized or not) that
+// run out mid-piece or last over several pieces, the way the ingest
+// pipeline's object hash takes chunks along: the stream's digest and
+// every message's must be OpenSSL's (also when finished part-way), and
+// a piece must be taken whole unless the message ran out of whole blocks
+// first.
+TEST_P(Sha256PairTest, StreamTakingOtherMessagesAlong) {
+  const auto data = chunkstore::testing::RandomBytes(4 << 20, 15);
+  std::mt19937_64 rng(15);
+  Sha256Stream stream;
+  Sha256Partial other;
+  size_t other_off = 0, other_len = 0, messages = 0;
+  bool open = false;
+  auto start_other = [&] {
+    const size_t kinds[] = {0, 1, 63, 64, 65, 128, 4096 + 17, 300 << 10, 1 << 20};
+    other_len = kinds[messages % 9] + (messages >= 9 ? rng() % 3 : 0);
+    other_off = rng() % (data.size() - other_len);
+    other.Start(data.data() + other_off, other_len);
+    open = true;
+    ++messages;
+  };
+  auto finish_other = [&] {
+    ASSERT_EQ(other.Finish(), OpenSsl(data.data() + other_off, other_len))
+        << "message " << messages << " of " << other_len << " bytes";
+    open = false;
+  };
+  size_t pos = 0, piece = 0;
+  while (pos < data.size()) {
+    size_t n = piece <= 130 ? piece : rng() % (400 << 10);
+    n = std::min(n, data.size() - pos);
+    size_t left = n;
+    while (left > 0) {
+      if (!open) start_other();
+      const size_t used = stream.UpdateAlongside(data.data() + pos, left, other);
+      ASSERT_LE(used, left);
+      if (used < left) {
+        ASSERT_FALSE(other.HasBlocks()) << "piece " << piece << " cut short";
+      }
+      pos += used;
+      left -= used;
+      if (!other.HasBlocks()) finish_other();
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    // A caller may also finish a message it has taken part of the way
+    // (and without interleaving, nothing else ends one of 64+ bytes).
+    if (open && piece % 3 == 0) finish_other();
+    if (::testing::Test::HasFatalFailure()) return;
+    ++piece;
+  }
+  if (open) finish_other();
+  EXPECT_EQ(stream.Finish(), OpenSsl(data.data(), data.size()));
+  EXPECT_GT(messages, 20u);
+}
+
 TEST_P(Sha256PairTest, StreamOfNothingAndOfOnePiece) {
   const std::string kEmpty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
   Sha256Stream empty;
   empty.Update(nullptr, 0);
-  EXPECT_EQ(empty.UpdateAndHash(nullptr, 0).Hex(), kEmpty);
+  EXPECT_EQ(UpdateAndHash(empty, nullptr, 0).Hex(), kEmpty);
   EXPECT_EQ(empty.Finish().Hex(), kEmpty);
   const auto data = chunkstore::testing::RandomBytes(1000, 14);
   for (size_t n : {0, 1, 55, 56, 63, 64, 65, 119, 128, 1000}) {
     Sha256Stream one;
-    EXPECT_EQ(one.UpdateAndHash(data.data(), n), OpenSsl(data.data(), n)) << n;
+    EXPECT_EQ(UpdateAndHash(one, data.data(), n), OpenSsl(data.data(), n)) << n;
     EXPECT_EQ(one.Finish(), OpenSsl(data.data(), n)) << n;
   }
+}
+
+// Sha256PairKeepsSpeed is measured, so its answer depends on the core;
+// what is fixed is that it is never true without interleaving, and that
+// the test override wins over the measurement.
+TEST(Sha256Pair, KeepsSpeedOnlyWhereItInterleaves) {
+  const bool measured = Sha256PairKeepsSpeed();
+  RecordProperty("pair_keeps_speed", measured ? "yes" : "no");
+  if (!Sha256PairInterleaves()) {
+    EXPECT_FALSE(measured);
+  }
+  SetSha256PairInterleaveForTesting(false);
+  EXPECT_FALSE(Sha256PairKeepsSpeed());
+  SetSha256PairKeepsSpeedForTesting(1);
+  EXPECT_FALSE(Sha256PairKeepsSpeed());
+  SetSha256PairInterleaveForTesting(true);
+  EXPECT_EQ(Sha256PairKeepsSpeed(), Sha256PairInterleaves());
+  SetSha256PairKeepsSpeedForTesting(0);
+  EXPECT_FALSE(Sha256PairKeepsSpeed());
+  SetSha256PairKeepsSpeedForTesting(-1);
+  EXPECT_EQ(Sha256PairKeepsSpeed(), measured);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Sha256PairTest, ::testing::Values(true, false),

@@ -175,7 +175,7 @@ class Pipeline {
       if (!source_.Whole() && !source_.Rewind(out_.size))
         return Status::IOError("cannot read " + source_.Describe() + " again");
       expected_ = nullptr;
-      produced_ = consumed_ = 0;
+      produced_ = consumed_ = object_next_ = 0;
       producer_done_ = stop_ = diverged_ = false;
     }
     CHUNKSTORE_RETURN_IF_ERROR(RunPhase());
@@ -196,6 +196,7 @@ class Pipeline {
   Status RunPhase() {
     const unsigned workers = cfg_.threads > 2 ? cfg_.threads - 2 : 0;
     const uint64_t start = out_.size;
+    side_ = UINT64_MAX;
     std::vector<std::thread> threads;
     threads.emplace_back([this] { Consume(); });
     for (unsigned i = 0; i < workers; ++i) threads.emplace_back([this] { Work(); });
@@ -250,7 +251,7 @@ class Pipeline {
   Slot& At(uint64_t k) { return slots_[k % slots_.size()]; }
 
   // An unhashed chunk in the ring, newest or oldest first, marked as
-  // running; SIZE_MAX if there is none. mu_ held.
+  // running; UINT64_MAX if there is none. mu_ held.
   uint64_t Claim(bool newest) {
     for (uint64_t n = consumed_; n < produced_; ++n) {
       const uint64_t k = newest ? produced_ - 1 - (n - consumed_) : n;
@@ -280,21 +281,41 @@ class Pipeline {
     return n;
   }
 
-  // Waits for a free slot, hashing other chunks meanwhile; nullptr when
-  // the pipeline is stopping. Hashing starts one slot early when that
-  // makes a pair: with the last slot free and one chunk unhashed, cutting
-  // the next chunk first lets the two be hashed together.
+  // Slots below this index may be reused: handed to the sink, and taken
+  // into the object hash. mu_ held.
+  uint64_t Released() const {
+    return expected_ ? consumed_ : std::min(consumed_, object_next_);
+  }
+
+  // Does one piece of the work that is waiting, instead of waiting: the
+  // object hash's next step, or else the newest unhashed chunks, two at a
+  // time (so the oldest, which the object hash reaches next, are left to
+  // be hashed in its pass). false if there is nothing to do. mu_ held.
+  bool Help(std::unique_lock<std::mutex>& l) {
+    if (!object_busy_ && !expected_ && object_next_ < produced_) {
+      ObjectStep(l);
+      return true;
+    }
+    const uint64_t job = Claim(true);
+    if (job == UINT64_MAX) return false;
+    HashClaimed(l, job, Claim(true));
+    return true;
+  }
+
+  // Waits for a free slot, working meanwhile; nullptr when the pipeline
+  // is stopping. Hashing starts one slot early when that makes a pair:
+  // with the last slot free and one chunk unhashed, cutting the next chunk
+  // first lets the two be hashed together.
   Slot* AcquireSlot(uint64_t k) {
     std::unique_lock<std::mutex> l(mu_);
     for (;;) {
       if (stop_) return nullptr;
-      const uint64_t free = consumed_ + slots_.size() - k;  // k's slot included
+      const uint64_t free = Released() + slots_.size() - k;  // k's slot included
       if (free >= 2 || (free == 1 && Unhashed() < 2)) break;
-      const uint64_t job = Claim(true);
-      if (job != UINT64_MAX) HashClaimed(l, job, Claim(true));
-      else cv_.wait(l);
+      if (!Help(l)) cv_.wait(l);
     }
     Slot& s = At(k);
+    ReleaseTail(s);
     s.hash = Hash::kTodo;
     s.expect = nullptr;
     s.differs = false;
@@ -427,7 +448,6 @@ class Pipeline {
     Status st = sink_->Accept(s.chunk);
     out_.size += s.chunk.length;
     ++out_.chunks;
-    ReleaseTail(s);
     {
       std::lock_guard<std::mutex> l(mu_);
       if (!st.ok()) Fail(st);
@@ -435,6 +455,74 @@ class Pipeline {
     }
     cv_.notify_all();
     return st.ok();
+  }
+
+  // Takes chunk object_next_ into the object hash, on whichever thread
+  // gets to it first (the caller saw it produced and nobody feeding the
+  // object hash); mu_ is released meanwhile. The object hash is the one
+  // strictly ordered pass, and the consumer has the sink's writes to do
+  // as well, so the producer takes steps too when it would wait.
+  void ObjectStep(std::unique_lock<std::mutex>& l) {
+    const uint64_t k = object_next_;
+    object_busy_ = true;
+    l.unlock();
+    ObjectHashAlongside(k);
+    l.lock();
+    object_busy_ = false;
+    ++object_next_;
+    cv_.notify_all();
+  }
+
+  // Takes chunk k into the object hash. The pass is shared with chunk
+  // hashes nobody has started (Sha256Stream::UpdateAlongside): k's own if
+  // it is unhashed, else the oldest; one left unfinished at the end of k
+  // goes on alongside the next step (which is done by the time the
+  // object hash reaches that chunk). Run alone, the object hash would
+  // leave half of its core's SHA unit idle.
+  void ObjectHashAlongside(uint64_t k) {
+    const uint8_t* p = At(k).chunk.data;
+    size_t left = At(k).chunk.length;
+    while (left > 0) {
+      if (side_ == UINT64_MAX) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          // Everything waits for the object hash: take k's own hash along
+          // (if nobody has taken it), and another chunk's only where that
+          // does not slow the object hash down.
+          if (pair_keeps_speed_ || At(k).hash == Hash::kTodo) side_ = Claim(false);
+        }
+        if (side_ == UINT64_MAX) break;
+        side_hash_.Start(At(side_).chunk.data, At(side_).chunk.length);
+      }
+      const size_t used = object_hash_.UpdateAlongside(p, left, side_hash_);
+      p += used;
+      left -= used;
+      if (!side_hash_.HasBlocks()) FinishSide();
+    }
+    object_hash_.Update(p, left);
+    if (side_ == k) FinishSide();  // cannot happen (it started earlier), but would block the consumer
+  }
+
+  void FinishSide() {
+    Slot& s = At(side_);
+    s.chunk.id = side_hash_.Finish();
+    AfterHash(s);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      s.hash = Hash::kDone;
+    }
+    cv_.notify_all();
+    side_ = UINT64_MAX;
+  }
+
+  // Takes every produced chunk into the object hash (the rest of the
+  // steps, once all chunks are handed on).
+  void FinishObjectHash() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_ && !expected_ && object_next_ < produced_) {
+      if (!object_busy_) ObjectStep(l);
+      else cv_.wait(l);
+    }
   }
 
   // Hands chunks to the sink in order. When checking expected chunks, a
@@ -447,42 +535,35 @@ class Pipeline {
       bool have;
       {
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || produced_ > k || producer_done_; });
+        while (!stop_ && produced_ <= k && !producer_done_) {
+          if (!Help(l)) cv_.wait(l);
+        }
         if (stop_) return;
         have = produced_ > k;
       }
       if (!have) {
         if (expected_ && k > 0) Finish(k - 1);
+        FinishObjectHash();
         return;
       }
       Slot& s = At(k);
-      // The object hash runs while others hash later chunks; a chunk
-      // nobody has hashed yet is hashed in the same pass (Sha256Stream).
-      // A chunk that is checked against an expected id is hashed first
-      // instead: one that differs must not reach the object hash.
-      bool claimed = false;
-      if (!s.expect) {
-        {
-          std::lock_guard<std::mutex> l(mu_);
-          claimed = s.hash == Hash::kTodo;
-          if (claimed) s.hash = Hash::kRunning;
-        }
-        if (claimed) {
-          s.chunk.id = object_hash_.UpdateAndHash(s.chunk.data, s.chunk.length);
-          AfterHash(s);
-        } else {
-          object_hash_.Update(s.chunk.data, s.chunk.length);
-        }
-      }
       {
+        // A chunk that is checked against an expected id is hashed first
+        // and enters the object hash when handed on (Finish): one that
+        // differs must not reach it. Otherwise the object hash runs
+        // separately (ObjectStep), and k's own hash is done by whoever
+        // gets to it first.
         std::unique_lock<std::mutex> l(mu_);
-        if (claimed) s.hash = Hash::kDone;
-        if (s.hash == Hash::kTodo) {
-          s.hash = Hash::kRunning;
-          HashClaimed(l, k);
+        for (;;) {
+          if (stop_) return;
+          if (s.hash == Hash::kDone) break;
+          if (s.expect && s.hash == Hash::kTodo) {
+            s.hash = Hash::kRunning;
+            HashClaimed(l, k);
+          } else if (!Help(l)) {
+            cv_.wait(l);
+          }
         }
-        cv_.wait(l, [&] { return stop_ || s.hash == Hash::kDone; });
-        if (stop_) return;
         if (s.differs) {  // cut again from the chunk held back (or this one)
           diverged_ = true;
           stop_ = true;
@@ -510,6 +591,13 @@ class Pipeline {
   bool diverged_ = false;  // a chunk differed from expected_ (not an error)
   Status error_;
   Sha256Stream object_hash_;
+  const bool pair_keeps_speed_ = object_hash_.Interleaves() && Sha256PairKeepsSpeed();
+  // The object hash's next chunk, and whether a thread is feeding it (the
+  // object hash, side_ and side_hash_ belong to that thread meanwhile).
+  uint64_t object_next_ = 0;
+  bool object_busy_ = false;
+  uint64_t side_ = UINT64_MAX;  // the chunk hashed alongside the object hash, if any
+  Sha256Partial side_hash_;
   IngestOutcome out_;
 };
 

@@ -1,7 +1,9 @@
-// libFuzzer target: Sha256Pair gives OpenSSL's digest for both messages.
-// The first four bytes choose where in the rest each message starts and
-// how long it is, so the pairs cover unequal, overlapping and unaligned
-// messages of every length up to the input's.
+// libFuzzer target: Sha256Pair gives OpenSSL's digest for both messages,
+// and a Sha256Stream over the whole input, fed in two pieces, gives
+// OpenSSL's digest while taking the second message along
+// (UpdateAlongside). The first four bytes choose where in the rest each
+// message starts and how long it is, so the pairs cover unequal,
+// overlapping and unaligned messages of every length up to the input's.
 #include <openssl/evp.h>
 
 #include <cstdint>
@@ -33,5 +35,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   chunkstore::internal::Digest da, db;
   chunkstore::internal::Sha256Pair(in + a_off, a_len, &da, in + b_off, b_len, &db);
   if (da != OpenSsl(in + a_off, a_len) || db != OpenSsl(in + b_off, b_len)) std::abort();
+
+  chunkstore::internal::Sha256Stream stream;
+  chunkstore::internal::Sha256Partial other;
+  other.Start(in + b_off, b_len);
+  bool open = true;
+  const size_t pieces[2][2] = {{0, a_off}, {a_off, n}};  // split where a starts
+  for (const auto& piece : pieces) {
+    const uint8_t* p = in + piece[0];
+    size_t left = piece[1] - piece[0];
+    while (left > 0 && open) {
+      const size_t used = stream.UpdateAlongside(p, left, other);
+      if (used > left) std::abort();
+      p += used;
+      left -= used;
+      if (!other.HasBlocks()) {
+        if (other.Finish() != db) std::abort();
+        open = false;
+      }
+    }
+    stream.Update(p, left);
+  }
+  if (open && other.Finish() != db) std::abort();
+  if (stream.Finish() != OpenSsl(in, n)) std::abort();
   return 0;
 }
