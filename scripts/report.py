@@ -208,14 +208,17 @@ def ceilings(L, micro):
     G = pair / one if one and pair else 1.0
     P = G * S  # one core, SHA-256 bytes per second when every pass has a partner
     # Every bound below pairs every pass: a chunk's hash with the object's
-    # over the same bytes, or two chunks' hashes with each other.
+    # over the same bytes, or two chunks' hashes with each other. The
+    # object's SHA-256 is one chain over every byte, which a second core
+    # cannot share: no ingest beats one message on one core, S.
     c = {"H": L["yardstick-openssl"]["mib_per_s"], "S": S, "G": G, "P": P, "C": C,
-         "ingest": 2 / (2 / P + 1 / C), "read": 2 * P}
+         "ingest": min(2 / (2 / P + 1 / C), S), "read": 2 * P}
     # An input whose earlier version is stored is checked at its known cut
     # points: two SHA-256 passes on two cores and no chunker, up to where
-    # it differs; an edit in the middle is cut as usual from there.
-    c["again"] = P
-    c["edit"] = 1 / (0.5 / S + 0.5 / c["ingest"])
+    # it differs (at most P, and at most S for the object's chain); an
+    # edit in the middle is cut as usual from there.
+    c["again"] = min(P, S)
+    c["edit"] = 1 / (0.5 / c["again"] + 0.5 / c["ingest"])
     W = L.get("write-file-cached", {}).get("mib_per_s")
     D = L.get("write-file-durable", {}).get("mib_per_s")
     X = mr.get("BM_XxHash64")
@@ -224,7 +227,7 @@ def ceilings(L, micro):
     # new byte into the page cache (W) and computing the xxHash64 every pack
     # record carries (X), and cannot outrun the disk (D).
     c["durable"] = min(2 / (2 / P + 1 / C + 1 / W + (1 / X if X else 0)) if W else c["ingest"],
-                       D or c["ingest"])
+                       D or c["ingest"], S)
     # A restore hashes every byte once (both cores) and writes it once, on
     # one thread, into the page cache.
     c["restore"] = min(2 / (1 / P + 1 / W), W) if W else c["read"]
@@ -247,17 +250,18 @@ def bounds_text(L, S_results, micro, H):
         f"From the same runs: one core hashes S = {fmt(S)} MiB/s (`read-hash-twice` × 2) one message",
         f"at a time and P = {c['G']:.2f} × S = {fmt(P)} MiB/s with two messages interleaved (`BM_Sha256Pair`",
         "over `BM_Sha256` in `micro`, the gain docs/design.md describes), and the chunker runs",
-        f"C = {fmt(C)} MiB/s (`micro`). Counting every SHA-256 pass at P, as if each had a partner,",
-        "and with both cores busy and nothing else to do, ingest cannot beat",
-        f"2 / (2/P + 1/C) = {fmt(ingest)} MiB/s = {ingest / H:.2f} × H, publishing an unchanged",
-        f"input again cannot beat P = {fmt(c['again'])} MiB/s = {c['again'] / H:.2f} × H, one edited in the",
-        f"middle 1 / (0.5/P + 0.5/ingest) = {fmt(c['edit'])} MiB/s = {c['edit'] / H:.2f} × H, and a verified",
+        f"C = {fmt(C)} MiB/s (`micro`). The object's SHA-256 is one chain over every byte, which a",
+        "second core cannot share, so no ingest beats S. Counting every SHA-256 pass at P, as if",
+        "each had a partner, and with both cores busy and nothing else to do, ingest cannot beat",
+        f"min(2 / (2/P + 1/C), S) = {fmt(ingest)} MiB/s = {ingest / H:.2f} × H, publishing an unchanged",
+        f"input again cannot beat min(P, S) = {fmt(c['again'])} MiB/s = {c['again'] / H:.2f} × H, one edited in the",
+        f"middle 1 / (0.5/again + 0.5/ingest) = {fmt(c['edit'])} MiB/s = {c['edit'] / H:.2f} × H, and a verified",
         f"read cannot beat 2 × P = {fmt(read)} MiB/s = {read / H:.2f} × H."
         + (f" A durable publish must also take every new byte into the page cache, which costs the"
            f" writing thread W = {fmt(W)} MiB/s (`write-file-cached`), compute the xxHash64 each pack"
            f" record carries, X = {fmt(c['X'])} MiB/s (`micro`), and get the bytes onto the disk,"
            f" which takes new data at D = {fmt(D)} MiB/s (`write-file-durable`): at most"
-           f" min(2 / (2/P + 1/C + 1/W + 1/X), D) = {fmt(durable)} MiB/s = {durable / H:.2f} × H"
+           f" min(2 / (2/P + 1/C + 1/W + 1/X), D, S) = {fmt(durable)} MiB/s = {durable / H:.2f} × H"
            " (leaving out the kernel's write-back work and the store's own bookkeeping)."
            if W and D and c["X"] else ""),
         "",
@@ -286,6 +290,7 @@ def bounds_text(L, S_results, micro, H):
     out += ["",
             f"So the prepare target of 0.85 × H asks for {100 * lo:.0f} % of what",
             "two interleaved passes of SHA-256 plus one of the chunker allow on two cores",
+            "(or the object's chain alone, whichever is less)",
             "at this clock, with nothing left for reading the input, copying, queueing or",
             "the index. Publishing again and after an edit skip the chunker where the",
             "input matches the stored version, which puts their targets (0.9 and",
