@@ -1,9 +1,10 @@
-// Sequential reads verify read-ahead chunks two at a time (LoadChunkPair):
-// damage to either chunk of a pair, in its payload (caught by the paired
-// SHA-256, or by a lone one when its partner failed earlier checks) or its
-// record header (caught before hashing), must stop the read exactly at that
-// chunk with an error naming it, after every byte before it; with pairing
-// on and off.
+// Sequential reads verify read-ahead chunks in groups, two at a time
+// (LoadChunkGroup, a lane refilled with the group's next chunk as its own
+// ends): damage to any chunk of a group, in its payload (caught by the
+// paired SHA-256, or by a lone one at the group's end) or its record
+// header (caught before hashing, the lane going on with the next chunk),
+// must stop the read exactly at that chunk with an error naming it, after
+// every byte before it; with pairing on and off.
 #include "sha256_pair.h"
 #include "test_util.h"
 
@@ -23,8 +24,9 @@ TEST_P(ReadPairsTest, ADamagedChunkStopsTheReadThereWhicheverHalfOfAPairItIs) {
   const auto data = RandomBytes(120000, 21);
   for (size_t damaged = 1; damaged <= 6; ++damaged) {
     // 0: the payload; 1: the record header; 2: the payload, and the
-    // header of the chunk after it (for a first half, its partner fails
-    // before hashing, so this chunk is hashed alone).
+    // header of the chunk after it (so the chunk's lane partner changes
+    // mid-way, or at a group's end it is hashed alone). Chunk 0 is read
+    // alone; groups of four follow, so chunks 1-6 take every place in one.
     for (int how : {0, 1, 2}) {
       SCOPED_TRACE("chunk " + std::to_string(damaged) + ", damage " + std::to_string(how));
       testing::TempDir dir;

@@ -190,35 +190,55 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
   return bytes;
 }
 
-std::array<ChunkCache::Bytes, 2> Store::Impl::LoadChunkPair(const Digest& first_id,
-                                                           const ChunkLocation& first_loc,
-                                                           const Digest& second_id,
-                                                           const ChunkLocation& second_loc) {
-  const Digest ids[2] = {first_id, second_id};
-  const ChunkLocation locs[2] = {first_loc, second_loc};
-  std::array<ChunkCache::Bytes, 2> out;
-  if (cache.Get(ids[0]) || cache.Get(ids[1])) return out;  // nothing to pair: LoadChunk serves them
-  std::shared_ptr<Buffer> raw[2];
-  bool checked[2] = {false, false};
-  for (int k = 0; k < 2; ++k) {
-    Result<std::shared_ptr<File>> pack = PackForRead(locs[k].pack_id);
-    if (!pack.ok()) continue;
-    raw[k] = buffers.Get(locs[k].raw_len);
-    checked[k] = CheckRecord(**pack, ids[k], locs[k], false, raw[k].get(), false).ok();
+void Store::Impl::LoadChunkGroup(const Digest* ids, const ChunkLocation* locs, size_t n,
+                                 const std::function<void(size_t, ChunkCache::Bytes)>& done) {
+  std::vector<std::shared_ptr<Buffer>> raw(n);
+  Sha256Partial lane[2];
+  size_t at[2] = {0, 0};
+  bool busy[2] = {false, false};
+  size_t next = 0;
+  // Reads and checks the next chunk into lane l (settling any that cannot
+  // be), just before hashing it, while its bytes are still in cache.
+  auto start = [&](int l) {
+    busy[l] = false;
+    while (next < n) {
+      const size_t k = next++;
+      if (!cache.Get(ids[k])) {
+        Result<std::shared_ptr<File>> pack = PackForRead(locs[k].pack_id);
+        if (pack.ok()) {
+          raw[k] = buffers.Get(locs[k].raw_len);
+          if (CheckRecord(**pack, ids[k], locs[k], false, raw[k].get(), false).ok()) {
+            lane[l].Start(raw[k]->data(), raw[k]->size());
+            at[l] = k;
+            busy[l] = true;
+            return;
+          }
+          raw[k].reset();
+        }
+      }
+      done(k, nullptr);
+    }
+  };
+  auto finish = [&](int l) {
+    const size_t k = at[l];
+    ChunkCache::Bytes verified;
+    if (lane[l].Finish() == ids[k]) verified = std::move(raw[k]);
+    raw[k].reset();
+    done(k, std::move(verified));
+  };
+  start(0);
+  start(1);
+  while (busy[0] && busy[1]) {
+    Sha256PairBlocks(lane[0], lane[1]);
+    for (int l = 0; l < 2; ++l) {
+      if (!lane[l].HasBlocks()) {
+        finish(l);
+        start(l);
+      }
+    }
   }
-  bool good[2] = {false, false};
-  if (checked[0] && checked[1]) {
-    Digest got[2];
-    Sha256Pair(raw[0]->data(), raw[0]->size(), &got[0], raw[1]->data(), raw[1]->size(), &got[1]);
-    good[0] = got[0] == ids[0];
-    good[1] = got[1] == ids[1];
-  } else {
-    for (int k = 0; k < 2; ++k)
-      good[k] = checked[k] && Sha256::Of(raw[k]->data(), raw[k]->size()) == ids[k];
-  }
-  for (int k = 0; k < 2; ++k)
-    if (good[k]) out[k] = std::move(raw[k]);
-  return out;
+  for (int l = 0; l < 2; ++l)
+    if (busy[l]) finish(l);
 }
 
 // ---- reader --------------------------------------------------------------
@@ -300,8 +320,9 @@ class ObjectReader final : public Reader {
       off += e.length;
     }
     // Enough chunks in flight to keep every core verifying while the
-    // caller copies out the current one; a task verifies two at a time
-    // (FetchPair), so each worker holds a pair and the next is queued.
+    // caller copies out the current one; a task verifies a group of up to
+    // kGroup, two at a time (SubmitGroup), so each worker holds a group
+    // and the next is queued.
     depth_ = std::max(2u, 3 * store_->threads);
     workers_ = store_->threads;
     // From a bucket, fetches wait on the network, not on the cores.
@@ -370,26 +391,23 @@ class ObjectReader final : public Reader {
     return store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
   }
 
-  // Chunks i and i + 1 through LoadChunkPair; one it did not verify goes
-  // through Fetch, whose error names what failed and which looks for a
-  // chunk gc has moved.
-  std::array<Result<Bytes>, 2> FetchPair(size_t i) {
-    std::array<Bytes, 2> b =
-        store_->LoadChunkPair(entries_[i].id, locs_[i], entries_[i + 1].id, locs_[i + 1]);
-    return {b[0] ? Result<Bytes>(std::move(b[0])) : Fetch(i, false),
-            b[1] ? Result<Bytes>(std::move(b[1])) : Fetch(i + 1, false)};
-  }
-
-  // Queues chunks i and i + 1 as one read-ahead task.
-  void SubmitPair(size_t i) {
-    auto first = std::make_shared<std::promise<Result<Bytes>>>();
-    auto second = std::make_shared<std::promise<Result<Bytes>>>();
-    ahead_.emplace_back(i, first->get_future());
-    ahead_.emplace_back(i + 1, second->get_future());
-    store_->ReadAhead(workers_).Submit([this, i, first, second] {
-      std::array<Result<Bytes>, 2> r = FetchPair(i);
-      first->set_value(std::move(r[0]));
-      second->set_value(std::move(r[1]));
+  // Queues chunks [i, i + n) as one read-ahead task (LoadChunkGroup). Each
+  // chunk's future is set as soon as it is settled; one the group did not
+  // verify goes through Fetch, whose error names what failed and which
+  // looks for a chunk gc has moved.
+  void SubmitGroup(size_t i, size_t n) {
+    auto promises = std::make_shared<std::vector<std::promise<Result<Bytes>>>>(n);
+    for (size_t k = 0; k < n; ++k) ahead_.emplace_back(i + k, (*promises)[k].get_future());
+    store_->ReadAhead(workers_).Submit([this, i, n, promises] {
+      internal::Digest ids[kGroup];
+      ChunkLocation locs[kGroup];
+      for (size_t k = 0; k < n; ++k) {
+        ids[k] = entries_[i + k].id;
+        locs[k] = locs_[i + k];
+      }
+      store_->LoadChunkGroup(ids, locs, n, [&](size_t k, Bytes b) {
+        (*promises)[k].set_value(b ? Result<Bytes>(std::move(b)) : Fetch(i + k, false));
+      });
       return 0;
     });
   }
@@ -397,9 +415,9 @@ class ObjectReader final : public Reader {
   // Sequential reads verify the next chunks on other threads while the
   // caller consumes this one; bytes are still handed out in order, and
   // only after their chunk has been verified. Where Sha256Pair
-  // interleaves (and the packs are local), each task verifies two chunks,
-  // and the queue refills two at a time (between depth_ - 1 and
-  // depth_ + 1 chunks ahead).
+  // interleaves (and the packs are local), each task verifies a group of
+  // up to kGroup chunks, and the queue refills a group at a time (between
+  // depth_ and depth_ + kGroup - 1 chunks ahead).
   Result<Bytes> FetchSequential(size_t i) {
     while (!ahead_.empty() && ahead_.front().first < i) {
       ahead_.front().second.wait();
@@ -417,9 +435,13 @@ class ObjectReader final : public Reader {
     }
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
     // Not from a bucket: there a task mostly waits on its fetch, and a
-    // pair would fetch its two chunks one after the other.
+    // group would fetch its chunks one after the other.
     if (Sha256PairInterleaves() && !store_->bucket) {
-      for (; ahead_.size() < depth_ && next + 1 < entries_.size(); next += 2) SubmitPair(next);
+      while (ahead_.size() < depth_ && next + 1 < entries_.size()) {
+        const size_t n = std::min(kGroup, entries_.size() - next);
+        SubmitGroup(next, n);
+        next += n;
+      }
     }
     while (ahead_.size() < depth_ && next < entries_.size()) {
       ahead_.emplace_back(next, store_->ReadAhead(workers_).Submit([this, next] { return Fetch(next, false); }));
@@ -472,6 +494,9 @@ class ObjectReader final : public Reader {
   uint64_t pos_ = 0;
   Bytes cur_;
   size_t cur_index_ = SIZE_MAX;
+  // Chunks per read-ahead task where they are verified in pairs: the
+  // lanes are refilled within a group, so only a group's end runs alone.
+  static constexpr size_t kGroup = 4;
   unsigned depth_ = 1;
   unsigned workers_ = 1;
   std::deque<std::pair<size_t, std::future<Result<Bytes>>>> ahead_;

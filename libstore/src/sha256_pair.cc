@@ -302,6 +302,20 @@ size_t Sha256Stream::UpdateAlongside(const void* data, size_t n, Sha256Partial& 
   return used;
 }
 
+void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b) {
+  if (!a.interleave_ || !b.interleave_) {
+    // Finish hashes the whole message through OpenSSL; only the counts
+    // move, so that HasBlocks() ends the caller's loop.
+    a.done_ = a.n_ - a.n_ % 64;
+    b.done_ = b.n_ - b.n_ % 64;
+    return;
+  }
+  const size_t both = std::min((a.n_ - a.done_) / 64, (b.n_ - b.done_) / 64);
+  CompressTwo(a.h_, a.p_ + a.done_, b.h_, b.p_ + b.done_, both);
+  a.done_ += 64 * both;
+  b.done_ += 64 * both;
+}
+
 void Sha256Partial::Start(const void* data, size_t n) {
   interleave_ = Sha256PairInterleaves();
   std::memcpy(h_, kInitial, sizeof h_);

@@ -42,12 +42,21 @@ class Sha256Partial {
 
  private:
   friend class Sha256Stream;
+  friend void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
   bool interleave_ = false;
   uint32_t h_[8] = {};
   const uint8_t* p_ = nullptr;
   size_t n_ = 0;
   size_t done_ = 0;  // a multiple of 64
 };
+
+// Hashes the whole blocks a and b have in common, interleaved: afterwards
+// at least one of them has no whole block left (HasBlocks() is false), and
+// the caller finishes it and may start another message in its place, so
+// a run of messages keeps both lanes busy to its end. Without
+// interleaving it hashes nothing, marks both as out of blocks, and Finish
+// does all the work.
+void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
 
 // A running SHA-256 (an object's) that can hash other messages (chunks)
 // in the same pass as it takes its own bytes: UpdateAlongside pairs the

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <list>
 #include <map>
@@ -145,14 +146,15 @@ struct Store::Impl {
                                                 const internal::Digest& chunk_id,
                                                 const internal::ChunkLocation& loc,
                                                 bool keep = true);
-  // Verified bytes of two chunks, their SHA-256s computed together
-  // (Sha256Pair), not kept in the cache. A null answer means the chunk was
-  // not verified here (a cache hit, or any check failed): the caller loads
-  // it alone with LoadChunk, which says what failed.
-  std::array<internal::ChunkCache::Bytes, 2> LoadChunkPair(const internal::Digest& first_id,
-                                                           const internal::ChunkLocation& first_loc,
-                                                           const internal::Digest& second_id,
-                                                           const internal::ChunkLocation& second_loc);
+  // Verifies chunks ids[0, n) (at locs) two at a time, interleaved, a lane
+  // starting the next chunk as soon as its own is done (Sha256PairBlocks),
+  // so only the group's last chunk runs partly alone. Calls done(k, bytes)
+  // on this thread as each chunk k is settled, in any order; the bytes are
+  // not kept in the cache. Null bytes mean the chunk was not verified here
+  // (a cache hit, or any check failed): the caller loads it alone with
+  // LoadChunk, which says what failed.
+  void LoadChunkGroup(const internal::Digest* ids, const internal::ChunkLocation* locs, size_t n,
+                      const std::function<void(size_t, internal::ChunkCache::Bytes)>& done);
   Result<std::shared_ptr<File>> PackForRead(int64_t pack_id);
   // A pack by name, for reading: a local file, or a blob of the bucket
   // (NotFound if missing). size is the expected size (0: ask the bucket).
