@@ -1,14 +1,15 @@
 // Ingest: turn a Source into hashed (and maybe compressed) chunks, in order.
 //
 // This is the hot path of prepare and publish. Cut points are found on the
-// calling thread; the whole-object SHA-256 and the sink run on one ordered
-// consumer thread. Chunk SHA-256s, the known-chunk check and compression
-// attempts are shared out: the consumer does them for the chunk it reaches
-// unless someone already has, the producer does them for the newest chunks
-// (two at a time, interleaved: sha256_pair.h) while the ring is full, and
-// beyond two threads extra workers take the oldest. Queues are bounded by a fixed ring of chunk slots, so memory does
-// not grow with the input: at most (2 * threads + 4) slots of
-// max-chunk-size bytes plus one read block.
+// calling thread; the sink runs on one consumer thread, in input order.
+// The whole-object SHA-256 advances one chunk at a time, in order, on
+// whichever of the two threads would otherwise wait, sharing its pass with
+// a chunk's hash (sha256_pair.h). Chunk SHA-256s, the known-chunk check
+// and compression attempts are shared out the same way, the newest chunks
+// two at a time; beyond two threads extra workers take the oldest. Queues
+// are bounded by a fixed ring of chunk slots, so memory does not grow with
+// the input: at most (2 * threads + 4) slots of max-chunk-size bytes plus
+// one read block.
 #pragma once
 
 #include <cstdint>
