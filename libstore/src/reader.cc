@@ -44,6 +44,11 @@ void ChunkCache::Put(const Digest& id, Bytes bytes) {
 
 // ---- buffers -------------------------------------------------------------
 
+BufferPool& BufferPool::Shared() {
+  static BufferPool* const pool = new BufferPool;
+  return *pool;
+}
+
 std::shared_ptr<Buffer> BufferPool::Get(size_t n) {
   std::unique_ptr<Buffer> b;
   {

@@ -56,6 +56,11 @@ class ChunkCache {
 // and zeroing by the kernel on every chunk read, more than a copy of it.
 class BufferPool {
  public:
+  // The process's pool, shared by every store: a store opened for one
+  // read finds buffers that earlier stores have faulted in. Never
+  // destroyed, so buffers may outlive any store.
+  static BufferPool& Shared();
+
   // A buffer of at least n bytes that returns to the pool when released.
   std::shared_ptr<Buffer> Get(size_t n);
 
@@ -115,7 +120,7 @@ struct Store::Impl {
   std::vector<std::unique_ptr<internal::PackWriter>> idle_writers;
 
   // Declared before the cache: cached buffers return here when it dies.
-  internal::BufferPool buffers;
+  internal::BufferPool& buffers = internal::BufferPool::Shared();
   internal::ChunkCache cache;
 
   // Read-ahead of sequential readers. Created on first use: its size
