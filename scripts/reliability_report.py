@@ -133,7 +133,9 @@ same bytes), REF parsing against a small store, the bucket log record
 decoder, the chunker (the cuts of a plain single scan, and the same
 cuts however the input is split; half the inputs are stretched to 96 KiB,
 long enough for its two-stream scan), and `Sha256Pair` (both digests are
-OpenSSL's, for messages the input places anywhere in itself).
+OpenSSL's, for messages the input places anywhere in itself; and a
+`Sha256Stream` over the input, fed in two pieces, takes one of them
+along and still gives OpenSSL's digest of each).
 `scripts/fuzz.sh SECONDS` runs them.
 
 | target | time | executions | failures |
