@@ -178,6 +178,67 @@ TEST_P(Sha256PairTest, StreamTakingOtherMessagesAlong) {
   EXPECT_GT(messages, 20u);
 }
 
+// A run of messages of assorted lengths through two lanes, each lane
+// starting the next message as soon as its own is out of whole blocks
+// (Sha256PairBlocks), the way reads verify a group of chunks: every
+// digest must be OpenSSL's.
+TEST_P(Sha256PairTest, RunOfMessagesThroughTwoRefilledLanes) {
+  const auto data = chunkstore::testing::RandomBytes(3 << 20, 16);
+  std::mt19937_64 rng(16);
+  const size_t kinds[] = {0, 1, 55, 64, 65, 1000, 4096, 100 << 10, 1 << 20};
+  std::vector<std::pair<size_t, size_t>> messages;  // offset, length
+  for (size_t i = 0; i < 60; ++i) {
+    const size_t n = kinds[i % 9] + rng() % 3;
+    messages.emplace_back(rng() % (data.size() - n), n);
+  }
+  Sha256Partial lane[2];
+  size_t at[2] = {0, 0}, next = 0, finished = 0;
+  bool busy[2] = {false, false};
+  auto start = [&](int l) {
+    busy[l] = next < messages.size();
+    if (!busy[l]) return;
+    at[l] = next++;
+    lane[l].Start(data.data() + messages[at[l]].first, messages[at[l]].second);
+  };
+  auto finish = [&](int l) {
+    const auto [off, n] = messages[at[l]];
+    EXPECT_EQ(lane[l].Finish(), OpenSsl(data.data() + off, n)) << "message " << at[l] << " of " << n;
+    ++finished;
+  };
+  start(0);
+  start(1);
+  while (busy[0] && busy[1]) {
+    Sha256PairBlocks(lane[0], lane[1]);
+    ASSERT_FALSE(lane[0].HasBlocks() && lane[1].HasBlocks());
+    for (int l = 0; l < 2; ++l) {
+      if (!lane[l].HasBlocks()) {
+        finish(l);
+        start(l);
+      }
+    }
+  }
+  for (int l = 0; l < 2; ++l)
+    if (busy[l]) finish(l);
+  EXPECT_EQ(finished, messages.size());
+}
+
+// Interleaving turned off between starting two messages: the one started
+// without it is hashed whole by its Finish, the other goes on as it was.
+TEST(Sha256Pair, LanesStartedEitherSideOfTurningInterleavingOff) {
+  const auto data = chunkstore::testing::RandomBytes(300000, 17);
+  for (bool first_on : {true, false}) {
+    Sha256Partial a, b;
+    SetSha256PairInterleaveForTesting(first_on);
+    a.Start(data.data(), 200000);
+    SetSha256PairInterleaveForTesting(!first_on);
+    b.Start(data.data() + 1000, 150000);
+    SetSha256PairInterleaveForTesting(true);
+    while (a.HasBlocks() && b.HasBlocks()) Sha256PairBlocks(a, b);
+    EXPECT_EQ(a.Finish(), OpenSsl(data.data(), 200000)) << first_on;
+    EXPECT_EQ(b.Finish(), OpenSsl(data.data() + 1000, 150000)) << first_on;
+  }
+}
+
 TEST_P(Sha256PairTest, StreamOfNothingAndOfOnePiece) {
   const std::string kEmpty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
   Sha256Stream empty;

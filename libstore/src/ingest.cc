@@ -475,9 +475,9 @@ class Pipeline {
   // Takes chunk k into the object hash. The pass is shared with chunk
   // hashes nobody has started (Sha256Stream::UpdateAlongside): k's own if
   // it is unhashed, else the oldest; one left unfinished at the end of k
-  // goes on alongside the next step (which is done by the time the
-  // object hash reaches that chunk). Run alone, the object hash would
-  // leave half of its core's SHA unit idle.
+  // goes on alongside the next step, and is finished at the latest by the
+  // step over its own chunk. Run alone, the object hash would leave half
+  // of its core's SHA unit idle.
   void ObjectHashAlongside(uint64_t k) {
     const uint8_t* p = At(k).chunk.data;
     size_t left = At(k).chunk.length;
@@ -499,7 +499,9 @@ class Pipeline {
       if (!side_hash_.HasBlocks()) FinishSide();
     }
     object_hash_.Update(p, left);
-    if (side_ == k) FinishSide();  // cannot happen (it started earlier), but would block the consumer
+    // k's own hash may still have a block to go (the stream was mid-block,
+    // or does not interleave): the consumer hands k on next.
+    if (side_ == k) FinishSide();
   }
 
   void FinishSide() {

@@ -304,10 +304,12 @@ size_t Sha256Stream::UpdateAlongside(const void* data, size_t n, Sha256Partial& 
 
 void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b) {
   if (!a.interleave_ || !b.interleave_) {
-    // Finish hashes the whole message through OpenSSL; only the counts
-    // move, so that HasBlocks() ends the caller's loop.
-    a.done_ = a.n_ - a.n_ % 64;
-    b.done_ = b.n_ - b.n_ % 64;
+    // A message that does not interleave is hashed whole by Finish,
+    // through OpenSSL: only its count moves, so that HasBlocks() ends the
+    // caller's loop. Its partner, if it does interleave, is left as it is
+    // (its Finish hashes what is left).
+    if (!a.interleave_) a.done_ = a.n_ - a.n_ % 64;
+    if (!b.interleave_) b.done_ = b.n_ - b.n_ % 64;
     return;
   }
   const size_t both = std::min((a.n_ - a.done_) / 64, (b.n_ - b.done_) / 64);

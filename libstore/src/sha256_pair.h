@@ -54,9 +54,9 @@ class Sha256Partial {
 // Hashes the whole blocks a and b have in common, interleaved: afterwards
 // at least one of them has no whole block left (HasBlocks() is false), and
 // the caller finishes it and may start another message in its place, so
-// a run of messages keeps both lanes busy to its end. Without
-// interleaving it hashes nothing, marks both as out of blocks, and Finish
-// does all the work.
+// a run of messages keeps both lanes busy to its end. A message started
+// without interleaving is only marked as out of blocks: its Finish does
+// all of its work (and its partner is left as it was).
 void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
 
 // A running SHA-256 (an object's) that can hash other messages (chunks)
