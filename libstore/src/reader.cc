@@ -198,52 +198,31 @@ Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, c
 void Store::Impl::LoadChunkGroup(const Digest* ids, const ChunkLocation* locs, size_t n,
                                  const std::function<void(size_t, ChunkCache::Bytes)>& done) {
   std::vector<std::shared_ptr<Buffer>> raw(n);
-  Sha256Partial lane[2];
-  size_t at[2] = {0, 0};
-  bool busy[2] = {false, false};
-  size_t next = 0;
-  // Reads and checks the next chunk into lane l (settling any that cannot
-  // be), just before hashing it, while its bytes are still in cache.
-  auto start = [&](int l) {
-    busy[l] = false;
-    while (next < n) {
-      const size_t k = next++;
-      if (!cache.Get(ids[k])) {
-        Result<std::shared_ptr<File>> pack = PackForRead(locs[k].pack_id);
-        if (pack.ok()) {
-          raw[k] = buffers.Get(locs[k].raw_len);
-          if (CheckRecord(**pack, ids[k], locs[k], false, raw[k].get(), false).ok()) {
-            lane[l].Start(raw[k]->data(), raw[k]->size());
-            at[l] = k;
-            busy[l] = true;
-            return;
+  Sha256Lanes(
+      n,
+      // Reads and checks chunk k just before it is hashed, while its bytes
+      // are still in cache; one that cannot be is settled at once.
+      [&](size_t k, Sha256Partial& lane) {
+        if (!cache.Get(ids[k])) {
+          Result<std::shared_ptr<File>> pack = PackForRead(locs[k].pack_id);
+          if (pack.ok()) {
+            raw[k] = buffers.Get(locs[k].raw_len);
+            if (CheckRecord(**pack, ids[k], locs[k], false, raw[k].get(), false).ok()) {
+              lane.Start(raw[k]->data(), raw[k]->size());
+              return true;
+            }
+            raw[k].reset();
           }
-          raw[k].reset();
         }
-      }
-      done(k, nullptr);
-    }
-  };
-  auto finish = [&](int l) {
-    const size_t k = at[l];
-    ChunkCache::Bytes verified;
-    if (lane[l].Finish() == ids[k]) verified = std::move(raw[k]);
-    raw[k].reset();
-    done(k, std::move(verified));
-  };
-  start(0);
-  start(1);
-  while (busy[0] && busy[1]) {
-    Sha256PairBlocks(lane[0], lane[1]);
-    for (int l = 0; l < 2; ++l) {
-      if (!lane[l].HasBlocks()) {
-        finish(l);
-        start(l);
-      }
-    }
-  }
-  for (int l = 0; l < 2; ++l)
-    if (busy[l]) finish(l);
+        done(k, nullptr);
+        return false;
+      },
+      [&](size_t k, const Digest& got) {
+        ChunkCache::Bytes verified;
+        if (got == ids[k]) verified = std::move(raw[k]);
+        raw[k].reset();
+        done(k, std::move(verified));
+      });
 }
 
 // ---- reader --------------------------------------------------------------

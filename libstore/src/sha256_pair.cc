@@ -318,6 +318,34 @@ void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b) {
   b.done_ += 64 * both;
 }
 
+void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
+                 const std::function<void(size_t, const Digest&)>& done) {
+  Sha256Partial lane[2];
+  size_t at[2] = {0, 0};
+  bool busy[2] = {false, false};
+  size_t next = 0;
+  auto fill = [&](int l) {
+    busy[l] = false;
+    while (next < n && !busy[l]) {
+      at[l] = next++;
+      busy[l] = start(at[l], lane[l]);
+    }
+  };
+  fill(0);
+  fill(1);
+  while (busy[0] && busy[1]) {
+    Sha256PairBlocks(lane[0], lane[1]);  // leaves at least one lane out of blocks
+    for (int l = 0; l < 2; ++l) {
+      if (!lane[l].HasBlocks()) {
+        done(at[l], lane[l].Finish());
+        fill(l);
+      }
+    }
+  }
+  for (int l = 0; l < 2; ++l)
+    if (busy[l]) done(at[l], lane[l].Finish());
+}
+
 void Sha256Partial::Start(const void* data, size_t n) {
   interleave_ = Sha256PairInterleaves();
   std::memcpy(h_, kInitial, sizeof h_);

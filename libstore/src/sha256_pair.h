@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "digest.h"
 
@@ -58,6 +59,15 @@ class Sha256Partial {
 // without interleaving is only marked as out of blocks: its Finish does
 // all of its work (and its partner is left as it was).
 void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
+
+// Hashes a run of messages 0 .. n-1 through two lanes (Sha256PairBlocks),
+// each lane starting the run's next message as soon as its own is done,
+// so only the end of the last one runs alone. start(k, lane) begins
+// message k in the lane (lane.Start) and returns true, or returns false to
+// skip it; done(k, digest) follows for every message begun, in the order
+// they finish. Both are called on the calling thread, one at a time.
+void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
+                 const std::function<void(size_t, const Digest&)>& done);
 
 // A running SHA-256 (an object's) that can hash other messages (chunks)
 // in the same pass as it takes its own bytes: UpdateAlongside pairs the

@@ -152,8 +152,8 @@ struct Store::Impl {
                                                 const internal::ChunkLocation& loc,
                                                 bool keep = true);
   // Verifies chunks ids[0, n) (at locs) two at a time, interleaved, a lane
-  // starting the next chunk as soon as its own is done (Sha256PairBlocks),
-  // so only the group's last chunk runs partly alone. Calls done(k, bytes)
+  // starting the next chunk as soon as its own is done (Sha256Lanes), so
+  // only the group's last chunk runs partly alone. Calls done(k, bytes)
   // on this thread as each chunk k is settled, in any order; the bytes are
   // not kept in the cache. Null bytes mean the chunk was not verified here
   // (a cache hit, or any check failed): the caller loads it alone with
