@@ -6,7 +6,7 @@
 // gaps: per core, 1.2-1.3x the bytes per second of one message at a time
 // on the Intel x86-64 cores this project has been measured on, and 1.9x on
 // an AMD EPYC. The ingest pipeline and sequential reads hash chunks two at
-// a time this way (Sha256Pair, or Sha256PairBlocks for runs of messages),
+// a time this way (Sha256Pair, or Sha256Lanes for runs of messages),
 // and Sha256Stream pairs an object's running hash with a chunk's.
 //
 // Where the CPU has no SHA extensions, or the build is not for x86-64, the
