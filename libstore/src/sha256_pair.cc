@@ -251,21 +251,28 @@ Sha256Stream::Sha256Stream() : interleave_(Sha256PairInterleaves()) {
   std::memcpy(state_, kInitial, sizeof state_);
 }
 
+size_t Sha256Stream::FillOpenBlock(const uint8_t* p, size_t n) {
+  if (buffered_ == 0) return 0;
+  const size_t take = std::min(64 - buffered_, n);
+  std::memcpy(block_ + buffered_, p, take);
+  buffered_ += take;
+  total_ += take;
+  if (buffered_ == 64) {
+    CompressOne(state_, block_, 1);
+    buffered_ = 0;
+  }
+  return take;
+}
+
 void Sha256Stream::Update(const void* data, size_t n) {
   if (!interleave_) return openssl_.Update(data, n);
   if (n == 0) return;  // data may be null
   const uint8_t* p = static_cast<const uint8_t*>(data);
+  const size_t head = FillOpenBlock(p, n);
+  if (buffered_ > 0) return;  // all of data fit in the open block
+  p += head;
+  n -= head;
   total_ += n;
-  if (buffered_ > 0) {
-    const size_t take = std::min(64 - buffered_, n);
-    std::memcpy(block_ + buffered_, p, take);
-    buffered_ += take;
-    p += take;
-    n -= take;
-    if (buffered_ < 64) return;
-    CompressOne(state_, block_, 1);
-    buffered_ = 0;
-  }
   CompressOne(state_, p, n / 64);
   buffered_ = n % 64;
   std::memcpy(block_, p + n - buffered_, buffered_);
@@ -278,16 +285,9 @@ size_t Sha256Stream::UpdateAlongside(const void* data, size_t n, Sha256Partial& 
   }
   if (n == 0) return 0;  // data may be null
   const uint8_t* p = static_cast<const uint8_t*>(data);
-  size_t used = 0;
-  if (buffered_ > 0) {  // complete the stream's open block alone first
-    used = std::min(64 - buffered_, n);
-    std::memcpy(block_ + buffered_, p, used);
-    buffered_ += used;
-    total_ += used;
-    if (buffered_ < 64) return used;  // all of data fit in the open block
-    CompressOne(state_, block_, 1);
-    buffered_ = 0;
-  }
+  // The stream's open block is completed alone first.
+  size_t used = FillOpenBlock(p, n);
+  if (buffered_ > 0) return used;  // all of data fit in the open block
   const size_t both = std::min((n - used) / 64, (other.n_ - other.done_) / 64);
   CompressTwo(state_, p + used, other.h_, other.p_ + other.done_, both);
   used += 64 * both;

@@ -95,6 +95,10 @@ class Sha256Stream {
   Digest Finish();
 
  private:
+  // Moves up to n bytes of p into the open (incomplete) block, hashing it
+  // once full; returns how many. Nothing when no block is open.
+  size_t FillOpenBlock(const uint8_t* p, size_t n);
+
   bool interleave_;
   uint32_t state_[8];
   uint8_t block_[64];  // bytes of the current, incomplete block

@@ -119,7 +119,8 @@ struct Store::Impl {
   std::mutex writers_mu;
   std::vector<std::unique_ptr<internal::PackWriter>> idle_writers;
 
-  // Declared before the cache: cached buffers return here when it dies.
+  // The process's pool (BufferPool::Shared), which outlives every store:
+  // cached buffers return to it whenever they are dropped.
   internal::BufferPool& buffers = internal::BufferPool::Shared();
   internal::ChunkCache cache;
 
