@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -718,6 +719,23 @@ TEST(BufferPool, ReusesTheSmallestFreeBufferThatFitsAndGrowsTheLargestOtherwise)
     auto grown = pool.Get((3 << 20) + 1);  // none fits: grows, in whole MiB
     EXPECT_EQ(grown->size(), size_t{(3 << 20) + 1});
     EXPECT_EQ(grown->capacity(), size_t{4} << 20);
+  }
+}
+
+// Blocks of 2 MiB and more start on a huge-page boundary, so the huge pages
+// they ask for can back them from their first byte; all of a block is
+// usable (ASan would flag a block shorter than asked for).
+TEST(ChunkMemory, LargeBlocksStartOnAHugePageBoundaryAndSmallOnesWork) {
+  for (size_t n : {size_t{2} << 20, (size_t{3} << 20) + 7, size_t{4} << 20}) {
+    auto block = chunkstore::internal::AllocateChunkMemory(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(block.get()) % (size_t{2} << 20), 0u) << n;
+    std::memset(block.get(), 0xA5, n);
+    EXPECT_EQ(block[n - 1], 0xA5);
+  }
+  for (size_t n : {size_t{0}, size_t{1}, size_t{100}, (size_t{2} << 20) - 1}) {
+    auto block = chunkstore::internal::AllocateChunkMemory(n);
+    ASSERT_NE(block, nullptr) << n;
+    std::memset(block.get(), 0x5A, n);
   }
 }
 

@@ -5,9 +5,37 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace chunkstore::internal {
+
+struct FreeBytes {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using ChunkMemory = std::unique_ptr<uint8_t[], FreeBytes>;
+
+// Memory for chunk bytes, uninitialized. Blocks of 2 MiB or more start on
+// a 2 MiB boundary and ask for transparent huge pages: a process that
+// reads fills its chunk buffers once, and a 2 MiB page costs one fault
+// where 4 KiB pages cost 512. Where huge pages are off or unavailable the
+// advice is ignored and nothing else changes.
+inline ChunkMemory AllocateChunkMemory(size_t n) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  void* p;
+  if (n >= kHuge) {
+    const size_t whole = (n + kHuge - 1) & ~(kHuge - 1);
+    p = std::aligned_alloc(kHuge, whole);
+    if (p) ::madvise(p, whole, MADV_HUGEPAGE);
+  } else {
+    p = std::malloc(n ? n : 1);
+  }
+  if (!p) throw std::bad_alloc();
+  return ChunkMemory(static_cast<uint8_t*>(p));
+}
 
 class Buffer {
  public:
@@ -22,14 +50,14 @@ class Buffer {
   void Resize(size_t n, size_t reserve = 0) {
     if (n > capacity_) {
       const size_t want = reserve > n ? reserve : n;
-      bytes_.reset(new uint8_t[want]);
+      bytes_ = AllocateChunkMemory(want);
       capacity_ = want;
     }
     size_ = n;
   }
 
  private:
-  std::unique_ptr<uint8_t[]> bytes_;
+  ChunkMemory bytes_;
   size_t size_ = 0;
   size_t capacity_ = 0;
 };
