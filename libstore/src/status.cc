@@ -1,6 +1,9 @@
 // Status formatting helpers.
 #include "chunkstore/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace chunkstore {
 
 const char* CodeName(Code code) {
@@ -33,6 +36,11 @@ Status Status::WithObject(std::string object_id) const {
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(CodeName(code_)) + ": " + message_;
+}
+
+void internal::AbortOnErrorValue(const Status& status) {
+  std::fprintf(stderr, "chunkstore: value of a failed Result: %s\n", status.ToString().c_str());
+  std::abort();
 }
 
 }  // namespace chunkstore

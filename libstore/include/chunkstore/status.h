@@ -86,8 +86,16 @@ class Status {
   std::string chunk_id_;
 };
 
+namespace internal {
+// Prints "chunkstore: value of a failed Result: <status>" to stderr and
+// aborts: what taking the value of an error does in every build.
+[[noreturn]] void AbortOnErrorValue(const Status& status);
+}  // namespace internal
+
 // Either a T or a non-OK Status. Constructing a Result from an OK Status is a
-// programming error (asserted in debug builds).
+// programming error (asserted in debug builds). Taking the value of an error
+// (value(), *, ->) is one too: it aborts the process with the error's text,
+// in every build, rather than hand out a value that is not there.
 template <typename T>
 class Result {
  public:
@@ -100,15 +108,15 @@ class Result {
   const Status& status() const { return status_; }
 
   T& value() & {
-    assert(ok());
+    if (!ok()) internal::AbortOnErrorValue(status_);
     return *value_;
   }
   const T& value() const& {
-    assert(ok());
+    if (!ok()) internal::AbortOnErrorValue(status_);
     return *value_;
   }
   T&& value() && {
-    assert(ok());
+    if (!ok()) internal::AbortOnErrorValue(status_);
     return std::move(*value_);
   }
   T* operator->() { return &value(); }
