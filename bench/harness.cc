@@ -4,9 +4,49 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace bench {
+
+namespace {
+
+// Busy time of all cores so far: user, nice, system, irq and softirq
+// ticks of /proc/stat's "cpu" line (idle, iowait and steal are not work
+// done here); 0 where it cannot be read.
+double MachineBusyMs() {
+  std::ifstream in("/proc/stat");
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("cpu ", 0) != 0) return 0;
+  std::istringstream fields(line.substr(4));
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  fields >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
+  return (user + nice + system + irq + softirq) * 1000.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+double OwnCpuMs() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
+
+}  // namespace
+
+void CpuMeter::Start() {
+  machine0_ = MachineBusyMs();
+  own0_ = OwnCpuMs();
+}
+
+void CpuMeter::Stop() {
+  machine_ms_ += MachineBusyMs() - machine0_;
+  own_ms_ += OwnCpuMs() - own0_;
+  ++intervals_;
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;

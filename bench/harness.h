@@ -21,6 +21,27 @@ class Timer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// CPU time spent between Start and Stop calls, summed over every interval:
+// by the whole machine (all cores, every process and kernel thread, from
+// /proc/stat: whole clock ticks, usually 10 ms, so only sums over many
+// intervals mean much) and by this process's own threads (getrusage).
+// Where the kernel's work for an operation runs outside the process (page
+// write-back, I/O completion), machine minus own is that work; it includes
+// whatever else ran meanwhile.
+class CpuMeter {
+ public:
+  void Start();
+  void Stop();
+  int intervals() const { return intervals_; }
+  double machine_ms() const { return machine_ms_; }
+  double own_ms() const { return own_ms_; }
+
+ private:
+  double machine0_ = 0, own0_ = 0;
+  double machine_ms_ = 0, own_ms_ = 0;
+  int intervals_ = 0;
+};
+
 enum class Unit { kMiBps, kObjectsPerSecond, kNone };
 
 struct Result {

@@ -41,6 +41,14 @@ uint64_t TreeBytes(const std::string& dir) {
 
 std::string Num(double v) { return JsonNumber(v); }
 
+// The CPU time of the timed regions, per run (warmups included): all
+// cores' (machine) and this process's (own); see CpuMeter.
+void AddCpu(Result& r, const CpuMeter& cpu) {
+  if (cpu.intervals() == 0) return;
+  r.extra.emplace_back("machine_cpu_ms_mean", Num(cpu.machine_ms() / cpu.intervals()));
+  r.extra.emplace_back("own_cpu_ms_mean", Num(cpu.own_ms() / cpu.intervals()));
+}
+
 void ReadAllOrDie(Store& s, const std::string& ref, std::vector<uint8_t>& buf) {
   auto r = Must(s.OpenReader(ref), "open reader");
   for (;;) {
@@ -100,8 +108,10 @@ void RunFileAndHashControls(Harness& h, const Workload& w) {
     if (!h.Wanted(name)) return;
     const std::string out = w.dir + "/" + name + ".bin";
     std::vector<uint8_t> piece(1 << 20);
-    h.Measure(name, what, Unit::kMiBps, w.size, [&] {
+    CpuMeter cpu;
+    auto& r = h.Measure(name, what, Unit::kMiBps, w.size, [&] {
       const int in = ::open(w.payload_path.c_str(), O_RDONLY);
+      cpu.Start();
       Timer t;
       const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (in < 0 || fd < 0) Die("cannot open " + out, chunkstore::Status::OK());
@@ -111,10 +121,12 @@ void RunFileAndHashControls(Harness& h, const Workload& w) {
       if (sync && ::fdatasync(fd) != 0) Die("fdatasync failed", chunkstore::Status::OK());
       ::close(fd);
       const double ms = t.ms();
+      cpu.Stop();
       ::close(in);
       ::unlink(out.c_str());
       return ms;
     });
+    AddCpu(r, cpu);
   };
   measure_write("write-file-durable",
                 "write the cached payload to a new file in 1 MiB pieces and fdatasync it (the "
@@ -203,18 +215,24 @@ void RunPublish(Harness& h, const Workload& w) {
                 return t.ms();
               });
   const std::string dir = w.dir + "/publish-store";
-  if (h.Wanted("publish-file"))
-    h.Measure("publish-file",
-              "create a fresh on-disk store and PublishFile the cached payload, durable "
-              "(pack fsync + directory fsync + SQLite commit in FULL sync)",
-              Unit::kMiBps, w.size, [&] {
-                fs::remove_all(dir);
-                Timer t;
-                auto s = Must(Store::Open(dir), "open");
-                Must(s->PublishFile(w.payload_path), "publish");
-                s.reset();
-                return t.ms();
-              });
+  if (h.Wanted("publish-file")) {
+    CpuMeter cpu;
+    auto& r = h.Measure("publish-file",
+                        "create a fresh on-disk store and PublishFile the cached payload, durable "
+                        "(pack fsync + directory fsync + SQLite commit in FULL sync)",
+                        Unit::kMiBps, w.size, [&] {
+                          fs::remove_all(dir);
+                          cpu.Start();
+                          Timer t;
+                          auto s = Must(Store::Open(dir), "open");
+                          Must(s->PublishFile(w.payload_path), "publish");
+                          s.reset();
+                          const double ms = t.ms();
+                          cpu.Stop();
+                          return ms;
+                        });
+    AddCpu(r, cpu);
+  }
   if (h.Wanted("publish-again")) {
     auto s = FreshStore(dir);
     Must(s->PublishFile(w.payload_path), "publish");

@@ -213,8 +213,11 @@ def ceilings(L, micro):
     # cannot share: no ingest beats the running hash's own rate, O
     # (`BM_Sha256Stream`; S where it is missing).
     O = mr.get("BM_Sha256Stream") or S
-    c = {"H": L["yardstick-openssl"]["mib_per_s"], "S": S, "G": G, "P": P, "C": C, "O": O,
-         "ingest": min(2 / (2 / P + 1 / C), O), "read": 2 * P}
+    # Every ingested byte is also read from the page cache (R, `read-file`).
+    R = L.get("read-file", {}).get("mib_per_s")
+    r_cost = 1 / R if R else 0
+    c = {"H": L["yardstick-openssl"]["mib_per_s"], "S": S, "G": G, "P": P, "C": C, "O": O, "R": R,
+         "ingest": min(2 / (2 / P + 1 / C + r_cost), O), "read": 2 / (1 / P + r_cost)}
     # An input whose earlier version is stored is checked at its known cut
     # points: two SHA-256 passes on two cores and no chunker, up to where
     # it differs (at most P, and at most S for the object's chain); an
@@ -224,16 +227,38 @@ def ceilings(L, micro):
     W = L.get("write-file-cached", {}).get("mib_per_s")
     D = L.get("write-file-durable", {}).get("mib_per_s")
     X = mr.get("BM_XxHash64")
-    c["W"], c["D"], c["X"] = W, D, X
+    # The kernel's work of getting written data onto the disk (page
+    # write-back, I/O submission and completion; on whichever thread) per
+    # MiB: all cores' CPU time of a durable write over that of a cached one.
+    K = None
+    dur, cached = L.get("write-file-durable", {}), L.get("write-file-cached", {})
+    if dur.get("machine_cpu_ms_mean") and cached.get("machine_cpu_ms_mean") and W:
+        mib = W * cached["median_ms"] / 1000
+        extra_ms = dur["machine_cpu_ms_mean"] - cached["machine_cpu_ms_mean"]
+        if extra_ms > 0:
+            K = mib / (extra_ms / 1000)
+    c["W"], c["D"], c["X"], c["K"] = W, D, X, K
     # A durable publish also spends the writing thread's time taking every
-    # new byte into the page cache (W) and computing the xxHash64 every pack
-    # record carries (X), and cannot outrun the disk (D).
-    c["durable"] = min(2 / (2 / P + 1 / C + 1 / W + (1 / X if X else 0)) if W else c["ingest"],
-                       D or c["ingest"], O)
-    # A restore hashes every byte once (both cores) and writes it once, on
-    # one thread, into the page cache.
-    c["restore"] = min(2 / (1 / P + 1 / W), W) if W else c["read"]
+    # new byte into the page cache (W), computing the xxHash64 every pack
+    # record carries (X) and the kernel's write-back work (K), and cannot
+    # outrun the disk (D).
+    c["durable"] = min(2 / (2 / P + 1 / C + r_cost + 1 / W + (1 / X if X else 0) + (1 / K if K else 0))
+                       if W else c["ingest"], D or c["ingest"], O)
+    # A restore reads and hashes every byte once (both cores) and writes it
+    # once, on one thread, into the page cache.
+    c["restore"] = min(2 / (1 / P + r_cost + 1 / W), W) if W else c["read"]
     return c
+
+
+def busy_words(r):
+    """How busy the cores were during an operation, from its CPU meter."""
+    if not r or not r.get("machine_cpu_ms_mean"):
+        return ""
+    wall = r["median_ms"]
+    return (f" During `{r['name']}` the two cores were {100 * r['machine_cpu_ms_mean'] / (2 * wall):.0f} % busy"
+            f" ({fmt(r['machine_cpu_ms_mean'])} ms of CPU time in a {fmt(wall)} ms median run, all processes and kernel"
+            f" threads, mean per run; {fmt(r['own_cpu_ms_mean'])} ms of it the store's own threads): it is"
+            " bound by CPU time, and only less of it per byte would make it faster.")
 
 
 def bounds_text(L, S_results, micro, H):
@@ -255,17 +280,23 @@ def bounds_text(L, S_results, micro, H):
         f"C = {fmt(C)} MiB/s (`micro`). The object's SHA-256 is one chain over every byte, which a",
         "second core cannot share, so no ingest beats the running hash alone on one core,",
         f"O = {fmt(c['O'])} MiB/s (`BM_Sha256Stream`). Counting every SHA-256 pass at P, as if",
-        "each had a partner, and with both cores busy and nothing else to do, ingest cannot beat",
-        f"min(2 / (2/P + 1/C), O) = {fmt(ingest)} MiB/s = {ingest / H:.2f} × H, publishing an unchanged",
+        "each had a partner, and with both cores busy and nothing else to do but read the input",
+        f"from the page cache (R = {fmt(c['R'])} MiB/s, `read-file`), ingest cannot beat",
+        f"min(2 / (2/P + 1/C + 1/R), O) = {fmt(ingest)} MiB/s = {ingest / H:.2f} × H, publishing an unchanged",
         f"input again cannot beat min(P, O) = {fmt(c['again'])} MiB/s = {c['again'] / H:.2f} × H, one edited in the",
         f"middle 1 / (0.5/again + 0.5/ingest) = {fmt(c['edit'])} MiB/s = {c['edit'] / H:.2f} × H, and a verified",
-        f"read cannot beat 2 × P = {fmt(read)} MiB/s = {read / H:.2f} × H."
+        f"read (which reads its packs from the page cache) cannot beat 2 / (1/P + 1/R) = {fmt(read)} MiB/s = {read / H:.2f} × H."
         + (f" A durable publish must also take every new byte into the page cache, which costs the"
            f" writing thread W = {fmt(W)} MiB/s (`write-file-cached`), compute the xxHash64 each pack"
            f" record carries, X = {fmt(c['X'])} MiB/s (`micro`), and get the bytes onto the disk,"
-           f" which takes new data at D = {fmt(D)} MiB/s (`write-file-durable`): at most"
-           f" min(2 / (2/P + 1/C + 1/W + 1/X), D, O) = {fmt(durable)} MiB/s = {durable / H:.2f} × H"
-           " (leaving out the kernel's write-back work and the store's own bookkeeping)."
+           f" which takes new data at D = {fmt(D)} MiB/s (`write-file-durable`)"
+           + (f" and costs the kernel's write-back K = {fmt(c['K'])} MiB/s of CPU (all cores' CPU time of"
+              " `write-file-durable` beyond `write-file-cached`'s): at most"
+              f" min(2 / (2/P + 1/C + 1/R + 1/W + 1/X + 1/K), D, O) = {fmt(durable)} MiB/s = {durable / H:.2f} × H"
+              if c["K"] else
+              f": at most min(2 / (2/P + 1/C + 1/R + 1/W + 1/X), D, O) = {fmt(durable)} MiB/s = {durable / H:.2f} × H"
+              " (leaving out the kernel's write-back work)")
+           + " (and the store's own bookkeeping)." + busy_words(L.get("publish-file"))
            if W and D and c["X"] else ""),
         "",
         "| operation | ceiling on this machine | measured | share of the ceiling |",
@@ -273,7 +304,7 @@ def bounds_text(L, S_results, micro, H):
     ]
     for name, label, bound in [("prepare-file", "prepare", ingest), ("publish-again", "publish again", c["again"]),
                                ("publish-one-byte-edit", "one-byte edit", c["edit"]),
-                               ("publish-file", "publish, durable (hashing, page cache and disk)", durable),
+                               ("publish-file", "publish, durable (hashing, reading, page cache, write-back and disk)", durable),
                                ("read-verified", "verified read", read)]:
         r = L.get(name)
         if r:
@@ -299,7 +330,7 @@ def bounds_text(L, S_results, micro, H):
                 "moves by several per cent within minutes, so a ceiling is good to about that much."]
     out += ["",
             f"So the prepare target of 0.85 × H asks for {100 * lo:.0f} % of what",
-            "two interleaved passes of SHA-256 plus one of the chunker allow on two cores",
+            "two interleaved passes of SHA-256, one of the chunker and the input's read allow on two cores",
             "(or the object's chain alone, whichever is less)",
             "at this clock, with nothing left for reading the input, copying, queueing or",
             "the index. Publishing again and after an edit skip the chunker where the",
@@ -379,10 +410,12 @@ def peers_section(peers, ceil=None):
                       "for its start-up and opening the store):", "",
                       "| measure | 4× the fastest other tool | ceiling | |", "|---|---:|---:|---|"]
             for key, label, bound, why in [
-                    ("ingest", "ingest (durable, new store)", "durable", "hashing, page cache and disk"),
+                    ("ingest", "ingest (durable, new store)", "durable",
+                     "hashing, reading, page cache, write-back and disk"),
                     ("reingest", "re-ingest, 1 byte changed", "edit",
                      "two SHA-256 passes; the chunker only from the edit on"),
-                    ("restore", "restore", "restore", "one SHA-256 pass on two cores, one page-cache write")]:
+                    ("restore", "restore", "restore",
+                     "one read and SHA-256 pass on two cores, one page-cache write")]:
                 best = max(t[key]["median"] for n, t in peers["tools"].items() if n != "chunkstore")
                 need, top = 4 * best / H, ceil[bound] / ceil["H"]
                 lines.append(f"| {label} | {need:.2f} × H | {top:.2f} × H ({why}) | "
@@ -487,7 +520,11 @@ median. Nothing is dropped. Absolute times on this shared machine drift by
 a third or more within minutes, so a change is judged by `scripts/ab.sh`,
 which builds a base revision beside the working tree and runs the two
 benchmark binaries in alternating rounds; the ratios quoted in commit
-messages come from it. The timed region of each operation:
+messages come from it. What only a fresh process pays (start-up, faulting
+in buffers) does not show in a benchmark binary that runs everything in
+one warm process; `scripts/ab-cli.sh` times the two builds' CLI `publish`
+and `cat REF > FILE` as whole processes, alternating, as
+`scripts/compare-peers.sh` runs them. The timed region of each operation:
 
 {inside_list(small)}
 
