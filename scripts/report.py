@@ -257,8 +257,8 @@ def busy_words(r):
     wall = r["median_ms"]
     return (f" During `{r['name']}` the two cores were {100 * r['machine_cpu_ms_mean'] / (2 * wall):.0f} % busy"
             f" ({fmt(r['machine_cpu_ms_mean'])} ms of CPU time in a {fmt(wall)} ms median run, all processes and kernel"
-            f" threads, mean per run; {fmt(r['own_cpu_ms_mean'])} ms of it the store's own threads): it is"
-            " bound by CPU time, and only less of it per byte would make it faster.")
+            f" threads, mean per run; {fmt(r['own_cpu_ms_mean'])} ms of it the store's own threads): it hardly"
+            " waits, so only less CPU time per byte would make it much faster.")
 
 
 def bounds_text(L, S_results, micro, H):
