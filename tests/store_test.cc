@@ -8,9 +8,12 @@
 #include <sstream>
 #include <thread>
 
+#include <sched.h>
+
 #include "chunkstore/env.h"
 #include "digest.h"
 #include "store_impl.h"
+#include "task_pool.h"
 #include "test_util.h"
 
 namespace chunkstore {
@@ -720,6 +723,14 @@ TEST(BufferPool, ReusesTheSmallestFreeBufferThatFitsAndGrowsTheLargestOtherwise)
     EXPECT_EQ(grown->size(), size_t{(3 << 20) + 1});
     EXPECT_EQ(grown->capacity(), size_t{4} << 20);
   }
+}
+
+// Read-ahead workers run as SCHED_BATCH, so that the reader's own thread
+// keeps its core; other pools keep the usual policy.
+TEST(TaskPool, BackgroundWorkersRunAsBatchOthersAsUsual) {
+  chunkstore::internal::TaskPool background(1, true), usual(1);
+  EXPECT_EQ(background.Submit([] { return sched_getscheduler(0); }).get(), SCHED_BATCH);
+  EXPECT_EQ(usual.Submit([] { return sched_getscheduler(0); }).get(), SCHED_OTHER);
 }
 
 // Blocks of 2 MiB and more start on a huge-page boundary, so the huge pages

@@ -130,7 +130,10 @@ struct Store::Impl {
   std::once_flag read_ahead_once;
   std::unique_ptr<internal::TaskPool> read_ahead_pool;
   internal::TaskPool& ReadAhead(unsigned workers) {
-    std::call_once(read_ahead_once, [&] { read_ahead_pool = std::make_unique<internal::TaskPool>(workers); });
+    // Background: the reader's own thread, which consumes what the pool
+    // verifies, should not be preempted by it (TaskPool).
+    std::call_once(read_ahead_once,
+                   [&] { read_ahead_pool = std::make_unique<internal::TaskPool>(workers, true); });
     return *read_ahead_pool;
   }
 

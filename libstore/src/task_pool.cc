@@ -1,6 +1,9 @@
 // Worker threads of TaskPool (see task_pool.h).
 #include "task_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace chunkstore::internal {
 
 TaskPool::~TaskPool() {
@@ -22,6 +25,14 @@ void TaskPool::Push(std::function<void()> job) {
 }
 
 void TaskPool::Work() {
+#ifdef SCHED_BATCH
+  if (background_) {
+    // Best effort: where the policy cannot be set the pool works as any.
+    sched_param param{};
+    param.sched_priority = 0;
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+  }
+#endif
   for (;;) {
     std::function<void()> job;
     {

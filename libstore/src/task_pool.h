@@ -21,8 +21,14 @@ namespace chunkstore::internal {
 class TaskPool {
  public:
   // Threads start with the first Submit, so stores that never read ahead
-  // never start any.
-  explicit TaskPool(unsigned threads) : size_(threads ? threads : 1) {}
+  // never start any. background: the workers run as SCHED_BATCH (Linux),
+  // for work that feeds one consuming thread which should not wait on it:
+  // a worker waking with a finished task does not preempt a running
+  // thread, so the consumer (a reader copying verified chunks out, often
+  // the pipeline's serial part) keeps its core. Their share of the CPU
+  // under contention is unchanged (same nice value).
+  explicit TaskPool(unsigned threads, bool background = false)
+      : size_(threads ? threads : 1), background_(background) {}
   ~TaskPool();
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
@@ -42,6 +48,7 @@ class TaskPool {
   void Work();
 
   const unsigned size_;
+  const bool background_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
