@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -297,6 +299,18 @@ void RunRead(Harness& h, const Workload& w) {
     std::mt19937_64 rng(w.seed);
     const int kIters = 20;
     std::vector<double> per_op;
+    // The chunk a random offset falls in is longer than the average chunk
+    // (a long chunk covers more offsets); its size, which the read must
+    // hash whole, is what bounds a cold range.
+    const std::vector<chunkstore::ChunkInfo> chunks = Must(store->Chunks(id), "chunks");
+    double covering_bytes = 0;
+    int covering_count = 0;
+    auto covering = [&](uint64_t off) {
+      auto it = std::upper_bound(chunks.begin(), chunks.end(), off,
+                                 [](uint64_t o, const chunkstore::ChunkInfo& c) { return o < c.offset; });
+      covering_bytes += std::prev(it)->length;
+      ++covering_count;
+    };
     auto& cold = h.Measure(
         "range-32k-cold",
         "Store::Open is outside; inside: OpenReader + ReadAt of 32 KiB at a random offset, "
@@ -306,6 +320,7 @@ void RunRead(Harness& h, const Workload& w) {
           for (int i = 0; i < kIters; ++i) {
             auto s = Must(Store::Open(dir), "open");
             const uint64_t off = rng() % (w.size - (32 << 10));
+            covering(off);
             Timer t;
             auto r = Must(s->OpenReader(id), "open reader");
             Must(r->ReadAt(off, buf.data(), 32 << 10), "read");
@@ -313,7 +328,8 @@ void RunRead(Harness& h, const Workload& w) {
           }
           return total / kIters;
         });
-    (void)cold;
+    if (covering_count > 0)
+      cold.extra.emplace_back("covering_chunk_bytes_mean", Num(covering_bytes / covering_count));
     auto reader = Must(store->OpenReader(id), "open reader");
     const uint64_t off = rng() % (w.size - (32 << 10));
     Must(reader->ReadAt(off, buf.data(), 32 << 10), "read");
