@@ -421,7 +421,14 @@ def peers_section(peers, ceil=None):
             others = [(n, t[key]["median"]) for n, t in peers["tools"].items() if n != "chunkstore"]
             if others:
                 best = max(others, key=lambda x: x[1])
-                lines.append(f"- {label}: {cs[key]['median'] / best[1]:.2f}× {best[0]} (target ≥ 4×)")
+                # Within a round every tool ran minutes apart at most: the
+                # spread of per-round ratios shows how much the machine moved.
+                rounds = [cs[key]["samples"][i] / max(t[key]["samples"][i] for n, t in peers["tools"].items()
+                                                      if n != "chunkstore")
+                          for i in range(len(cs[key]["samples"]))]
+                lines.append(f"- {label}: {cs[key]['median'] / best[1]:.2f}× {best[0]} (target ≥ 4×; "
+                             f"per round, against the fastest other tool of that round: "
+                             f"{min(rounds):.2f}–{max(rounds):.2f}×)")
         if ceil:
             lines += ["", "What 4× the fastest other tool asks for, against what two cores allow (the "
                       "ceilings above, as multiples of the H of their own run; a whole process also pays "
