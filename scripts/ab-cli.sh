@@ -24,16 +24,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 out=$(mktemp -d /tmp/chunkstore-ab-cli.XXXXXX)
-rev=$(git rev-parse --short "$base")
-tree=$out/base-$rev
-git worktree add --detach "$tree" "$rev" >/dev/null 2>&1 || { echo "ab-cli.sh: cannot check out $base" >&2; exit 1; }
-trap 'git worktree remove --force "$tree" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
-build() {  # source dir, build dir
-  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$2" -j"$(nproc)" --target chunkstore >/dev/null
-}
-echo "ab-cli.sh: building base $rev and the working tree" >&2
-build "$tree" "$out/build-base"
-build . build-release
+ab_cleanup='rm -rf "$out"'
+source scripts/ab-build.sh
+ab_build_both ab-cli.sh "$base" "$out" chunkstore
 python3 scripts/ab_cli.py --base "$out/build-base/cli/chunkstore" --new build-release/cli/chunkstore \
   --base-label "$rev" --rounds "$rounds" --size-mib "$size" --work "$out"

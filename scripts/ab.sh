@@ -27,17 +27,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 bench_args=("$@")
-rev=$(git rev-parse --short "$base")
-tree=$out/base-$rev
-git worktree add --detach "$tree" "$rev" >/dev/null 2>&1 || { echo "ab.sh: cannot check out $base" >&2; exit 1; }
-trap 'git worktree remove --force "$tree" >/dev/null 2>&1 || true' EXIT
-build() {  # source dir, build dir
-  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$2" -j"$(nproc)" --target chunkstore-bench >/dev/null
-}
-echo "ab.sh: building base $rev and the working tree" >&2
-build "$tree" "$out/build-base"
-build . build-release
+source scripts/ab-build.sh
+ab_build_both ab.sh "$base" "$out" chunkstore-bench
 for r in $(seq 1 "$rounds"); do
   for side in base new; do
     bin=$([ $side = base ] && echo "$out/build-base/bench/chunkstore-bench" || echo build-release/bench/chunkstore-bench)
