@@ -725,6 +725,20 @@ TEST(BufferPool, ReusesTheSmallestFreeBufferThatFitsAndGrowsTheLargestOtherwise)
   }
 }
 
+// Every store of a process draws on one pool, so a store opened for a
+// single read finds a buffer that an earlier one faulted in.
+TEST(BufferPool, OneSharedPoolServesEveryStoreOfTheProcess) {
+  auto& pool = chunkstore::internal::BufferPool::Shared();
+  EXPECT_EQ(&pool, &chunkstore::internal::BufferPool::Shared());
+  const uint8_t* first;
+  {
+    auto b = pool.Get(3 << 20);
+    first = b->data();
+  }
+  auto again = pool.Get(3 << 20);
+  EXPECT_EQ(again->data(), first);
+}
+
 // Read-ahead workers run as SCHED_BATCH, so that the reader's own thread
 // keeps its core; other pools keep the usual policy.
 TEST(TaskPool, BackgroundWorkersRunAsBatchOthersAsUsual) {
