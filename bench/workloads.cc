@@ -308,6 +308,7 @@ void RunRead(Harness& h, const Workload& w) {
     auto covering = [&](uint64_t off) {
       auto it = std::upper_bound(chunks.begin(), chunks.end(), off,
                                  [](uint64_t o, const chunkstore::ChunkInfo& c) { return o < c.offset; });
+      if (it == chunks.begin()) return;  // an inline object lists no chunks
       covering_bytes += std::prev(it)->length;
       ++covering_count;
     };
