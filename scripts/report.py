@@ -352,7 +352,7 @@ def bounds_text(L, S_results, micro, H):
             f"So the prepare target of 0.85 × H asks for {100 * lo:.0f} % of what",
             "two interleaved passes of SHA-256, one of the chunker and the input's read allow on two cores",
             "(or the object's chain alone, whichever is less)",
-            "at this clock, with nothing left for reading the input, copying, queueing or",
+            "at this clock, with nothing left for copying, queueing or",
             "the index. Publishing again and after an edit skip the chunker where the",
             "input matches the stored version, which puts their targets (0.9 and",
             f"0.85 × H) at {100 * 0.9 * H / c['again']:.0f} % and {100 * 0.85 * H / c['edit']:.0f} % of their ceilings; the durable-publish",
