@@ -1,4 +1,7 @@
 // The Env implementations behave alike: files, temp files, locks, listing.
+#include <algorithm>
+#include <vector>
+
 #include "chunkstore/env.h"
 #include "test_util.h"
 
@@ -51,6 +54,59 @@ TEST_P(EnvTest, CreateAppendReadTruncate) {
   EXPECT_FALSE(env_->FileExists(p));
   ASSERT_TRUE(env_->RemoveFile(root_ + "/g").ok());
   EXPECT_TRUE(env_->RemoveFile(root_ + "/g").IsNotFound());
+}
+
+// Large files, appended to in uneven pieces, read across any boundary an
+// Env keeps internally (the in-memory one stores a file in segments of
+// growing size), truncated to the middle and grown again with zeros.
+TEST_P(EnvTest, LargeFilesReadBackAcrossPiecesAndTruncations) {
+  auto f = env_->OpenFile(root_ + "/big", OpenMode::kCreateNew);
+  ASSERT_TRUE(f.ok());
+  std::vector<uint8_t> want;
+  uint64_t seed = 7;
+  auto next = [&] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull; };
+  const size_t pieces[] = {1, 65535, 2, 70000, 1 << 20, 3, 5 << 20, 123457, 9 << 20, 17};
+  for (size_t n : pieces) {
+    std::vector<uint8_t> piece(n);
+    for (auto& b : piece) b = static_cast<uint8_t>(next() >> 56);
+    ASSERT_TRUE((*f)->Append(piece.data(), n).ok());
+    want.insert(want.end(), piece.begin(), piece.end());
+  }
+  auto check = [&](const char* when) {
+    ASSERT_EQ(*(*f)->Size(), want.size()) << when;
+    std::vector<uint8_t> all(want.size() + 10);
+    size_t got = 0;
+    ASSERT_TRUE((*f)->ReadAt(0, all.size(), all.data(), &got).ok());
+    ASSERT_EQ(got, want.size()) << when;
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), all.begin())) << when;
+    for (int i = 0; i < 200; ++i) {  // ranges at random offsets, some past the end
+      const uint64_t off = next() % (want.size() + 100);
+      const size_t n = static_cast<size_t>(next() % (3 << 20));
+      std::vector<uint8_t> part(n);
+      ASSERT_TRUE((*f)->ReadAt(off, n, part.data(), &got).ok());
+      const size_t expect = off >= want.size() ? 0 : std::min<size_t>(n, want.size() - static_cast<size_t>(off));
+      ASSERT_EQ(got, expect) << when << " at " << off;
+      EXPECT_TRUE(std::equal(part.begin(), part.begin() + static_cast<std::ptrdiff_t>(got),
+                             want.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(off, want.size()))))
+          << when << " at " << off;
+    }
+  };
+  check("after appends");
+  for (uint64_t cut : {uint64_t{9} << 20, uint64_t{70001}, uint64_t{65536}, uint64_t{0}}) {
+    ASSERT_TRUE((*f)->Truncate(cut).ok());
+    want.resize(cut);
+    check("after a cut");
+    ASSERT_TRUE((*f)->Truncate(cut + 5000).ok());  // grows over what the cut dropped: zeros
+    want.resize(cut + 5000, 0);
+    check("after growing past a cut");
+    std::vector<uint8_t> more(200000, 0xEE);
+    ASSERT_TRUE((*f)->Append(more.data(), more.size()).ok());
+    want.insert(want.end(), more.begin(), more.end());
+    check("after appending past a cut");
+  }
+  ASSERT_TRUE((*f)->Truncate(want.size() + (3 << 20)).ok());  // grows: zeros
+  want.resize(want.size() + (3 << 20), 0);
+  check("after growing");
 }
 
 TEST_P(EnvTest, TempFilesAreAnonymous) {

@@ -7,15 +7,60 @@
 #include <mutex>
 #include <set>
 
+#include "buffer.h"
 #include "chunkstore/env.h"
 
 namespace chunkstore {
 
 namespace {
 
+// A file's bytes, kept in segments that never move once written: a
+// contiguous array would copy a growing pack at every doubling and fault
+// in fresh memory for each copy, which made publishing into an in-memory
+// store slower than onto the disk. A new segment is as large as the file
+// so far (64 KiB at least, 8 MiB at most), so small files stay small and a
+// large one has few segments.
 struct MemData {
+  struct Segment {
+    uint64_t start;  // file offset of the segment's first byte
+    size_t capacity;
+    internal::ChunkMemory bytes;
+  };
   mutable std::mutex mu;
-  std::vector<uint8_t> bytes;
+  std::vector<Segment> segments;
+  uint64_t size = 0;
+
+  // The segment holding offset `at` (< the end of the last segment).
+  size_t SegmentAt(uint64_t at) const {
+    auto it = std::upper_bound(segments.begin(), segments.end(), at,
+                               [](uint64_t o, const Segment& seg) { return o < seg.start; });
+    return static_cast<size_t>(it - segments.begin()) - 1;
+  }
+
+  // Writes n bytes at `at` (<= size), adding segments as needed; p null
+  // writes zeros.
+  void Write(uint64_t at, const uint8_t* p, size_t n) {
+    while (n > 0) {
+      const uint64_t end = segments.empty() ? 0 : segments.back().start + segments.back().capacity;
+      if (at == end) {
+        constexpr size_t kMin = 64 << 10, kMax = 8 << 20;
+        const size_t cap = static_cast<size_t>(std::clamp<uint64_t>(end, kMin, kMax));
+        segments.push_back({end, cap, internal::AllocateChunkMemory(cap)});
+      }
+      Segment& seg = segments[SegmentAt(at)];
+      const size_t within = static_cast<size_t>(at - seg.start);
+      const size_t take = std::min(n, seg.capacity - within);
+      if (p) {
+        std::memcpy(seg.bytes.get() + within, p, take);
+        p += take;
+      } else {
+        std::memset(seg.bytes.get() + within, 0, take);
+      }
+      at += take;
+      n -= take;
+    }
+    size = std::max(size, at);
+  }
 };
 
 class MemFile final : public File {
@@ -24,27 +69,39 @@ class MemFile final : public File {
 
   Status Append(const void* data, size_t n) override {
     std::lock_guard<std::mutex> l(data_->mu);
-    const auto* p = static_cast<const uint8_t*>(data);
-    data_->bytes.insert(data_->bytes.end(), p, p + n);
+    data_->Write(data_->size, static_cast<const uint8_t*>(data), n);
     return Status::OK();
   }
   Status ReadAt(uint64_t offset, size_t n, void* buf, size_t* got) const override {
     std::lock_guard<std::mutex> l(data_->mu);
-    const uint64_t size = data_->bytes.size();
+    const uint64_t size = data_->size;
     const size_t count = offset >= size ? 0 : static_cast<size_t>(std::min<uint64_t>(n, size - offset));
-    if (count) std::memcpy(buf, data_->bytes.data() + offset, count);
+    auto* out = static_cast<uint8_t*>(buf);
+    for (size_t done = 0; done < count;) {
+      const MemData::Segment& seg = data_->segments[data_->SegmentAt(offset + done)];
+      const size_t within = static_cast<size_t>(offset + done - seg.start);
+      const size_t take = std::min(count - done, seg.capacity - within);
+      std::memcpy(out + done, seg.bytes.get() + within, take);
+      done += take;
+    }
     *got = count;
     return Status::OK();
   }
   Status Sync() override { return Status::OK(); }
   Status Truncate(uint64_t size) override {
     std::lock_guard<std::mutex> l(data_->mu);
-    data_->bytes.resize(size);
+    if (size > data_->size) {
+      data_->Write(data_->size, nullptr, static_cast<size_t>(size - data_->size));  // grows with zeros
+    } else {
+      data_->size = size;
+      // Segments wholly past the end go; later writes overwrite the rest.
+      while (!data_->segments.empty() && data_->segments.back().start >= size) data_->segments.pop_back();
+    }
     return Status::OK();
   }
   Result<uint64_t> Size() const override {
     std::lock_guard<std::mutex> l(data_->mu);
-    return static_cast<uint64_t>(data_->bytes.size());
+    return data_->size;
   }
 
  private:
