@@ -1,5 +1,5 @@
-// The in-memory Env: a map from path to byte vector, for in-memory stores
-// and for tests that must not touch the disk.
+// The in-memory Env: a map from path to a file's bytes (MemData), for
+// in-memory stores and for tests that must not touch the disk.
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
