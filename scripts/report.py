@@ -313,10 +313,11 @@ def bounds_text(L, S_results, micro, H):
            + (f" and costs the kernel's write-back K = {fmt(c['K'])} MiB/s of CPU (all cores' CPU time of"
               " `write-file-durable` beyond `write-file-cached`'s): at most"
               f" min(2 / (2/P + 1/C + 1/R + 1/W + 1/X + 1/K), D, O) = {fmt(durable)} MiB/s = {durable / H:.2f} × H"
+              " (leaving out the store's own bookkeeping)."
               if c["K"] else
               f": at most min(2 / (2/P + 1/C + 1/R + 1/W + 1/X), D, O) = {fmt(durable)} MiB/s = {durable / H:.2f} × H"
-              " (leaving out the kernel's write-back work)")
-           + " (and the store's own bookkeeping)." + busy_words(L.get("publish-file"))
+              " (leaving out the kernel's write-back work and the store's own bookkeeping).")
+           + busy_words(L.get("publish-file"))
            if W and D and c["X"] else ""),
         "",
         "| operation | ceiling on this machine | measured | share of the ceiling |",
