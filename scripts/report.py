@@ -255,10 +255,13 @@ def busy_words(r):
     if not r or not r.get("machine_cpu_ms_mean"):
         return ""
     wall = r["median_ms"]
-    return (f" During `{r['name']}` the two cores were {100 * r['machine_cpu_ms_mean'] / (2 * wall):.0f} % busy"
+    busy = 100 * r["machine_cpu_ms_mean"] / (2 * wall)
+    # Only a run that kept both cores nearly full is said to be bound by CPU time.
+    verdict = (": it hardly waits, so only less CPU time per byte would make it much faster." if busy >= 85 else
+               ": the cores were idle part of the time, so waiting, not only CPU time, holds it back.")
+    return (f" During `{r['name']}` the two cores were {busy:.0f} % busy"
             f" ({fmt(r['machine_cpu_ms_mean'])} ms of CPU time in a {fmt(wall)} ms median run, all processes and kernel"
-            f" threads, mean per run; {fmt(r['own_cpu_ms_mean'])} ms of it the store's own threads): it hardly"
-            " waits, so only less CPU time per byte would make it much faster.")
+            f" threads, mean per run; {fmt(r['own_cpu_ms_mean'])} ms of it the store's own threads)" + verdict)
 
 
 def cold_words(r, S):
