@@ -9,7 +9,7 @@ import statistics
 import subprocess
 import time
 
-from compare_peers import make_inputs, recycle_pages
+from compare_peers import make_payload, recycle_pages
 
 
 def timed(cmd):
@@ -28,7 +28,7 @@ def main():
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    big, _, _ = make_inputs(args.work, args.size_mib, "chunkstore")
+    big = make_payload(args.work, args.size_mib, "chunkstore")
     sides = {"base": os.path.abspath(args.base), "new": os.path.abspath(args.new)}
     times = {side: {"publish": [], "restore": []} for side in sides}
     stores = {}

@@ -54,8 +54,9 @@ def du(path):
     return total
 
 
-def make_inputs(work, size_mib, seed):
-    """Deterministic pseudo-random bytes from AES-CTR over zeros."""
+def make_payload(work, size_mib, seed):
+    """work/input.bin: deterministic pseudo-random bytes from AES-CTR over
+    zeros. Returns its path."""
     big = os.path.join(work, "input.bin")
     with open(big, "wb") as f:
         p = subprocess.Popen(["openssl", "enc", "-aes-256-ctr", "-nosalt", "-pbkdf2", "-pass", f"pass:{seed}",
@@ -67,6 +68,13 @@ def make_inputs(work, size_mib, seed):
             remaining -= len(chunk)
         p.kill()
         p.wait()
+    return big
+
+
+def make_inputs(work, size_mib, seed):
+    """The payload (make_payload), a copy with one byte changed in its
+    middle, and 2,000 files of 256 bytes taken from its start."""
+    big = make_payload(work, size_mib, seed)
     edited = os.path.join(work, "edited", "input.bin")
     os.makedirs(os.path.dirname(edited))
     shutil.copyfile(big, edited)
