@@ -443,7 +443,9 @@ class Pipeline {
   // Hands chunk k to the sink and frees its slot; false on failure.
   bool Finish(uint64_t k) {
     Slot& s = At(k);
-    if (s.expect) object_hash_.Update(s.chunk.data, s.chunk.length);
+    // While checking, only the consumer feeds the object hash (here, once
+    // a chunk is confirmed), so it owns side_ throughout the phase.
+    if (s.expect) ObjectHashAlongside(k);
     Status st = sink_->Accept(s.chunk);
     out_.size += s.chunk.length;
     ++out_.chunks;
@@ -561,6 +563,12 @@ class Pipeline {
           if (s.expect && s.hash == Hash::kTodo) {
             s.hash = Hash::kRunning;
             HashClaimed(l, k);
+          } else if (s.expect && side_ == k) {
+            // Taken along by an earlier chunk's object step: the rest of
+            // it is this thread's to do.
+            l.unlock();
+            FinishSide();
+            l.lock();
           } else if (!Help(l)) {
             cv_.wait(l);
           }
