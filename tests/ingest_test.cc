@@ -1,5 +1,6 @@
 // The ingest pipeline: on inputs that change size under it, and its
 // threaded form at several thread counts against the inline one.
+#include <atomic>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -62,11 +63,27 @@ TEST(Ingest, AFileThatShrankIsReadToItsNewEnd) {
 }
 
 // Records every chunk as Accept sees it; can be slow (so the producer
-// fills the ring and hashes chunks itself) or fail at a given chunk.
+// fills the ring and hands chunks on itself) or fail at a given chunk.
+// Either pipeline thread may call Accept, but never two at once.
 class RecordingSink final : public IngestSink {
  public:
   bool IsKnown(const Digest&, uint32_t) override { return false; }
   Status Accept(IngestedChunk& c) override {
+    if (in_flight.fetch_add(1) != 0) overlapped = true;
+    Status s = Record(c);
+    in_flight.fetch_sub(1);
+    return s;
+  }
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> overlapped{false};
+  bool slow = false;
+  size_t fail_at = SIZE_MAX;
+  std::vector<ChunkBoundary> chunks;
+  std::vector<Digest> ids;
+  std::vector<uint8_t> bytes;
+
+ private:
+  Status Record(const IngestedChunk& c) {
     if (chunks.size() == fail_at) return Status::IOError("sink fails at chunk " + std::to_string(fail_at));
     if (slow) std::this_thread::sleep_for(std::chrono::microseconds(300));
     chunks.push_back({c.offset, c.length});
@@ -74,11 +91,6 @@ class RecordingSink final : public IngestSink {
     bytes.insert(bytes.end(), c.data, c.data + c.length);
     return Status::OK();
   }
-  bool slow = false;
-  size_t fail_at = SIZE_MAX;
-  std::vector<ChunkBoundary> chunks;
-  std::vector<Digest> ids;
-  std::vector<uint8_t> bytes;
 };
 
 struct PipelineCase {
@@ -113,6 +125,7 @@ void CheckAgainstInline(const PipelineCase& pc) {
   }
   auto out = Ingest(*src, cfg, &sink);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_FALSE(sink.overlapped);
   const auto want = ChunkBuffer(cfg.chunking, data.data(), data.size());
   ASSERT_GT(want.size(), 20u);  // enough chunks to wrap the ring several times
   ASSERT_EQ(sink.chunks.size(), want.size());

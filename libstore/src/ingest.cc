@@ -139,11 +139,18 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
 }
 
 // Two threads do all the work on two cores, with no thread waiting while
-// work is left: the producer cuts chunks, the consumer hands chunks to the
-// sink in order, and each of them, instead of waiting, takes the object
-// hash's next step (ObjectStep: one chunk, in order, one thread at a time)
-// or else hashes the newest unhashed chunks, two at a time when it can
-// (Sha256Pair). Beyond two cores, extra workers take the oldest unhashed
+// work is left. The producer cuts chunks. Three kinds of work follow, each
+// taken by whichever thread is free (CutPhaseWork): the object hash's next
+// step (ObjectStep: one chunk, in order, one thread at a time), which
+// hashes that chunk's own id in the same pass (the object hash's chain is
+// the one serial part, so it goes first, and pairing it with the chunk it
+// covers costs its core little); handing the oldest hashed chunk to the
+// sink (AcceptNext: in order, one thread at a time); and, when neither is
+// there to do, hashing the newest unhashed chunks two at a time
+// (Sha256Pair), which lets the object hash run alone and faster where the
+// rest is little work (prepare). The producer, when the ring is full,
+// hands chunks on before it takes object steps: it is the only one that
+// can cut. Beyond two cores, extra workers take the oldest unhashed
 // chunks.
 //
 // Given an expected chunk list (an earlier version of the input), a first
@@ -197,7 +204,10 @@ class Pipeline {
     const uint64_t start = out_.size;
     side_ = UINT64_MAX;
     std::vector<std::thread> threads;
-    threads.emplace_back([this] { Consume(); });
+    threads.emplace_back([this] {
+      if (expected_) ConsumeChecked();
+      else CutPhaseWork();
+    });
     for (unsigned i = 0; i < workers; ++i) threads.emplace_back([this] { Work(); });
     Status s = expected_ ? ProduceExpected() : Produce(start);
     {
@@ -206,6 +216,7 @@ class Pipeline {
       if (!s.ok()) Fail(s);
     }
     cv_.notify_all();
+    if (!expected_) CutPhaseWork();  // the last chunks' work, beside the consumer
     for (auto& t : threads) t.join();
     return error_;
   }
@@ -286,32 +297,67 @@ class Pipeline {
     return expected_ ? consumed_ : std::min(consumed_, object_next_);
   }
 
-  // Does one piece of the work that is waiting, instead of waiting: the
-  // object hash's next step, or else the newest unhashed chunks, two at a
-  // time (so the oldest, which the object hash reaches next, are left to
-  // be hashed in its pass). false if there is nothing to do. mu_ held.
-  bool Help(std::unique_lock<std::mutex>& l) {
-    if (!object_busy_ && !expected_ && object_next_ < produced_) {
-      ObjectStep(l);
-      return true;
-    }
+  // Hashes the newest unhashed chunks, two at a time (the oldest, which
+  // the object hash reaches next, are left to be hashed in its pass);
+  // false if there are none. mu_ held.
+  bool HashNewest(std::unique_lock<std::mutex>& l) {
     const uint64_t job = Claim(true);
     if (job == UINT64_MAX) return false;
     HashClaimed(l, job, Claim(true));
     return true;
   }
 
+  // The object hash's next step, if the chunk is there and nobody is
+  // taking one; false otherwise. Cut phase only. mu_ held.
+  bool TakeObjectStep(std::unique_lock<std::mutex>& l) {
+    if (object_busy_ || object_next_ >= produced_) return false;
+    ObjectStep(l);
+    return true;
+  }
+
+  // Hands the oldest chunk not yet handed on to the sink, if it is hashed
+  // and nobody is handing one on; false otherwise. Cut phase only: a
+  // checking phase holds a chunk back (Consume). mu_ held.
+  bool AcceptNext(std::unique_lock<std::mutex>& l) {
+    if (accept_busy_ || consumed_ >= produced_ || At(consumed_).hash != Hash::kDone) return false;
+    accept_busy_ = true;
+    const uint64_t k = consumed_;
+    l.unlock();
+    Finish(k);
+    l.lock();
+    accept_busy_ = false;
+    cv_.notify_all();  // a thread may have found the next chunk's hand-on taken
+    return true;
+  }
+
+  // Does the cut phase's work until every chunk produced is handed on and
+  // in the object hash (or the pipeline stops). Run by the consumer, and
+  // by the producer once the input is cut.
+  void CutPhaseWork() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      if (stop_) return;
+      if (producer_done_ && consumed_ == produced_ && object_next_ == produced_) return;
+      if (!TakeObjectStep(l) && !AcceptNext(l) && !HashNewest(l)) cv_.wait(l);
+    }
+  }
+
   // Waits for a free slot, working meanwhile; nullptr when the pipeline
-  // is stopping. Hashing starts one slot early when that makes a pair:
-  // with the last slot free and one chunk unhashed, cutting the next chunk
-  // first lets the two be hashed together.
+  // is stopping. While checking, hashing starts one slot early when that
+  // makes a pair: with the last slot free and one chunk unhashed, reading
+  // the next chunk first lets the two be hashed together.
   Slot* AcquireSlot(uint64_t k) {
     std::unique_lock<std::mutex> l(mu_);
     for (;;) {
       if (stop_) return nullptr;
       const uint64_t free = Released() + slots_.size() - k;  // k's slot included
-      if (free >= 2 || (free == 1 && Unhashed() < 2)) break;
-      if (!Help(l)) cv_.wait(l);
+      if (expected_) {
+        if (free >= 2 || (free == 1 && Unhashed() < 2)) break;
+        if (!HashNewest(l)) cv_.wait(l);
+      } else {
+        if (free >= 1) break;
+        if (!AcceptNext(l) && !TakeObjectStep(l) && !HashNewest(l)) cv_.wait(l);
+      }
     }
     Slot& s = At(k);
     ReleaseTail(s);
@@ -458,11 +504,9 @@ class Pipeline {
     return st.ok();
   }
 
-  // Takes chunk object_next_ into the object hash, on whichever thread
-  // gets to it first (the caller saw it produced and nobody feeding the
-  // object hash); mu_ is released meanwhile. The object hash is the one
-  // strictly ordered pass, and the consumer has the sink's writes to do
-  // as well, so the producer takes steps too when it would wait.
+  // Takes chunk object_next_ into the object hash (the caller saw it
+  // produced and nobody feeding the object hash); mu_ is released
+  // meanwhile. Cut phase only.
   void ObjectStep(std::unique_lock<std::mutex>& l) {
     const uint64_t k = object_next_;
     object_busy_ = true;
@@ -502,7 +546,7 @@ class Pipeline {
     }
     object_hash_.Update(p, left);
     // k's own hash may still have a block to go (the stream was mid-block,
-    // or does not interleave): the consumer hands k on next.
+    // or does not interleave): k is the next to be handed on.
     if (side_ == k) FinishSide();
   }
 
@@ -518,58 +562,44 @@ class Pipeline {
     side_ = UINT64_MAX;
   }
 
-  // Takes every produced chunk into the object hash (the rest of the
-  // steps, once all chunks are handed on).
-  void FinishObjectHash() {
-    std::unique_lock<std::mutex> l(mu_);
-    while (!stop_ && !expected_ && object_next_ < produced_) {
-      if (!object_busy_) ObjectStep(l);
-      else cv_.wait(l);
-    }
-  }
-
-  // Hands chunks to the sink in order. When checking expected chunks, a
-  // chunk is held back until the next one matches too: the chunker cuts by
-  // the byte after the cut (the next chunk's first), so a chunk's cut is
-  // only known to be the chunker's once that byte is. The end of the input
-  // confirms the last.
-  void Consume() {
+  // The consumer of a checking phase: hands chunks to the sink in order,
+  // each held back until the next one matches too: the chunker cuts by the
+  // byte after the cut (the next chunk's first), so a chunk's cut is only
+  // known to be the chunker's once that byte is. The end of the input
+  // confirms the last. A chunk is hashed before it is confirmed and enters
+  // the object hash when handed on (Finish): one that differs must not
+  // reach it.
+  void ConsumeChecked() {
     for (uint64_t k = 0;; ++k) {
       bool have;
       {
         std::unique_lock<std::mutex> l(mu_);
         while (!stop_ && produced_ <= k && !producer_done_) {
-          if (!Help(l)) cv_.wait(l);
+          if (!HashNewest(l)) cv_.wait(l);
         }
         if (stop_) return;
         have = produced_ > k;
       }
       if (!have) {
-        if (expected_ && k > 0) Finish(k - 1);
-        FinishObjectHash();
+        if (k > 0) Finish(k - 1);
         return;
       }
       Slot& s = At(k);
       {
-        // A chunk that is checked against an expected id is hashed first
-        // and enters the object hash when handed on (Finish): one that
-        // differs must not reach it. Otherwise the object hash runs
-        // separately (ObjectStep), and k's own hash is done by whoever
-        // gets to it first.
         std::unique_lock<std::mutex> l(mu_);
         for (;;) {
           if (stop_) return;
           if (s.hash == Hash::kDone) break;
-          if (s.expect && s.hash == Hash::kTodo) {
+          if (s.hash == Hash::kTodo) {
             s.hash = Hash::kRunning;
             HashClaimed(l, k);
-          } else if (s.expect && side_ == k) {
+          } else if (side_ == k) {
             // Taken along by an earlier chunk's object step: the rest of
             // it is this thread's to do.
             l.unlock();
             FinishSide();
             l.lock();
-          } else if (!Help(l)) {
+          } else if (!HashNewest(l)) {
             cv_.wait(l);
           }
         }
@@ -580,11 +610,7 @@ class Pipeline {
           return;
         }
       }
-      if (!expected_) {
-        if (!Finish(k)) return;
-      } else if (k > 0 && !Finish(k - 1)) {
-        return;
-      }
+      if (k > 0 && !Finish(k - 1)) return;
     }
   }
 
@@ -598,6 +624,7 @@ class Pipeline {
   bool producer_done_ = false, stop_ = false;
   const std::vector<ManifestEntry>* expected_ = nullptr;
   bool diverged_ = false;  // a chunk differed from expected_ (not an error)
+  bool accept_busy_ = false;  // a thread is handing a chunk on (cut phase)
   Status error_;
   Sha256Stream object_hash_;
   const bool pair_keeps_speed_ = object_hash_.Interleaves() && Sha256PairKeepsSpeed();

@@ -1,15 +1,14 @@
 // Ingest: turn a Source into hashed (and maybe compressed) chunks, in order.
 //
 // This is the hot path of prepare and publish. Cut points are found on the
-// calling thread; the sink runs on one consumer thread, in input order.
-// The whole-object SHA-256 advances one chunk at a time, in order, on
-// whichever of the two threads would otherwise wait, sharing its pass with
-// a chunk's hash (sha256_pair.h). Chunk SHA-256s, the known-chunk check
-// and compression attempts are shared out the same way, the newest chunks
-// two at a time; beyond two threads extra workers take the oldest. Queues
-// are bounded by a fixed ring of chunk slots, so memory does not grow with
-// the input: at most (2 * threads + 4) slots of max-chunk-size bytes plus
-// one read block.
+// calling thread. The whole-object SHA-256 advances one chunk at a time,
+// in order, hashing that chunk's own id in the same pass (sha256_pair.h);
+// it and the sink's hand-ons (in input order, one at a time) are taken by
+// whichever of the two threads is free, and a thread with neither to do
+// hashes the newest chunks two at a time; beyond two threads extra workers
+// hash the oldest. Queues are bounded by a fixed ring of chunk slots, so
+// memory does not grow with the input: at most (2 * threads + 4) slots of
+// max-chunk-size bytes plus one read block.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +40,8 @@ class IngestSink {
   // are not needed (already stored): no compression is attempted. A false
   // answer for a chunk that is in fact present only costs work.
   virtual bool IsKnown(const Digest& id, uint32_t length) = 0;
-  // Called once per chunk, in input order, from a single thread.
+  // Called once per chunk, in input order, one call at a time (not always
+  // from the same thread).
   virtual Status Accept(IngestedChunk& chunk) = 0;
 };
 
