@@ -4,11 +4,12 @@
 // calling thread. The whole-object SHA-256 advances one chunk at a time,
 // in order, hashing that chunk's own id in the same pass (sha256_pair.h);
 // it and the sink's hand-ons (in input order, one at a time) are taken by
-// whichever of the two threads is free, and a thread with neither to do
-// hashes the newest chunks two at a time; beyond two threads extra workers
-// hash the oldest. Queues are bounded by a fixed ring of chunk slots, so
-// memory does not grow with the input: at most (2 * threads + 4) slots of
-// max-chunk-size bytes plus one read block.
+// whichever of the two threads is free (while an earlier version's chunks
+// are checked, by the consumer thread alone), and a thread with neither to
+// do hashes the newest chunks two at a time; beyond two threads extra
+// workers hash the oldest. Queues are bounded by a fixed ring of chunk
+// slots, so memory does not grow with the input: at most (2 * threads + 4)
+// slots of max-chunk-size bytes plus one read block.
 #pragma once
 
 #include <cstdint>
