@@ -45,7 +45,9 @@ def rate(r):
 
 def extras(r):
     skip = {"name", "inside", "samples_ms", "median_ms", "min_ms", "max_ms", "mib_per_s", "objects_per_s"}
-    return ", ".join(f"{k} {v}" for k, v in r.items() if k not in skip)
+    # Means merged over rounds (merge_bench.py) carry a float's full length;
+    # the benchmark itself writes four decimals.
+    return ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}" for k, v in r.items() if k not in skip)
 
 
 def results_table(report):
