@@ -38,6 +38,36 @@ bool WriteAll(int fd, const void* data, size_t n) {
   return true;
 }
 
+// Reserves the disk blocks for `bytes` more at the end of a regular file
+// the output is appended to, before any is written. The file's size is
+// left alone (FALLOC_FL_KEEP_SIZE), so it still grows only as bytes are
+// written and a failed read leaves a correct prefix. Writing into blocks
+// the file already owns spares the kernel's delayed allocation its
+// page-by-page space accounting, which on ext4 is a large part of what
+// taking new data into the page cache costs the one writing thread
+// (write-file-reserved against write-file-cached in docs/performance.md).
+// Best effort: where the file system cannot preallocate, or space is
+// short, the writes go on as before and report their own errors. A read
+// that fails part-way leaves the unused reservation allocated past the
+// end of the file until the file is truncated or removed: releasing it
+// from here could cut bytes another writer appended meanwhile.
+void ReserveOutput(int fd, uint64_t bytes) {
+#ifdef __linux__
+  struct stat st;
+  if (bytes == 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) return;
+  // Opened to append (>>): every write lands at the end, wherever the
+  // offset is.
+  const off_t at = (flags & O_APPEND) ? st.st_size : ::lseek(fd, 0, SEEK_CUR);
+  if (at != st.st_size) return;  // writing inside the file: its blocks are its own business
+  ::fallocate(fd, FALLOC_FL_KEEP_SIZE, at, static_cast<off_t>(bytes));
+#else
+  (void)fd;
+  (void)bytes;
+#endif
+}
+
 // A one-line progress bar on a terminal's stderr.
 class Progress {
  public:
@@ -276,6 +306,7 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
       ::unlink(tmp.c_str());
     }
   };
+  if (!special) ReserveOutput(fd, remaining);
   // Verified chunk bytes go to the output as they are, without a copy.
   while (remaining > 0) {
     auto view = r.ReadView(static_cast<size_t>(std::min<uint64_t>(remaining, SIZE_MAX)));

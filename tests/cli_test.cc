@@ -2,6 +2,7 @@
 // each command, including its failures.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <fstream>
@@ -35,8 +36,10 @@ std::string Slurp(const std::string& path) {
 
 class Cli : public ::testing::Test {
  protected:
-  // Runs chunkstore with args; stdin from stdin_path ("" = /dev/null).
-  Outcome Exec(std::vector<std::string> args, const std::string& stdin_path = "") {
+  // Runs chunkstore with args; stdin from stdin_path ("" = /dev/null);
+  // stdout a regular file (dir_/stdout), emptied first unless append (then
+  // opened as `>>` opens it).
+  Outcome Exec(std::vector<std::string> args, const std::string& stdin_path = "", bool append = false) {
     args.insert(args.begin(), CHUNKSTORE_CLI);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -46,7 +49,8 @@ class Cli : public ::testing::Test {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, stdin_path.empty() ? "/dev/null" : stdin_path.c_str(),
                                      O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(),
+                                     O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0600);
     posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     pid_t pid;
     Outcome r;
@@ -59,9 +63,9 @@ class Cli : public ::testing::Test {
     r.err = Slurp(err);
     return r;
   }
-  Outcome Cs(std::vector<std::string> args, const std::string& stdin_path = "") {
+  Outcome Cs(std::vector<std::string> args, const std::string& stdin_path = "", bool append = false) {
     args.insert(args.begin(), {"--store", store()});
-    return Exec(std::move(args), stdin_path);
+    return Exec(std::move(args), stdin_path, append);
   }
   std::string store() const { return dir_ / "store"; }
   std::string Write(const std::string& name, const std::vector<uint8_t>& data) {
@@ -69,10 +73,27 @@ class Cli : public ::testing::Test {
     testing::WriteFile(p, data);
     return p;
   }
+  // Whether this directory's file system reserves blocks past a file's
+  // end (fallocate with FALLOC_FL_KEEP_SIZE), as cat asks of its output.
+  bool ReservesBlocks() {
+    const std::string probe = dir_ / "reserve-probe";
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const bool ok = fd >= 0 && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 << 20) == 0;
+    if (fd >= 0) ::close(fd);
+    ::unlink(probe.c_str());
+    return ok;
+  }
   TempDir dir_;
 };
 
 std::string IdLine(const std::string& out) { return out.substr(0, out.find(' ')); }
+
+// Bytes of disk the file's blocks take (st_blocks counts 512-byte units).
+uint64_t AllocatedBytes(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
 
 TEST_F(Cli, PublishAndCatRoundTripFilesAndStdin) {
   const std::vector<size_t> sizes = {0, 1, 256 * 1024, 4u << 20, (4u << 20) + 1, 9u << 20};
@@ -219,10 +240,41 @@ TEST_F(Cli, FlippedPackByteMakesCatExitFourWithoutTheBadBytes) {
   EXPECT_EQ(r.out, std::string(data.begin(), data.begin() + first_len));  // only verified bytes
   EXPECT_NE(r.err.find("object " + id), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("chunk "), std::string::npos);
+  // stdout is a regular file here: cat reserved the object's blocks in it
+  // first (ReserveOutput), and the unused part of the reservation stays
+  // past its end (its size is only what was written, checked above).
+  if (ReservesBlocks()) {
+    EXPECT_GE(AllocatedBytes(dir_ / "stdout"), data.size());
+  }
   // -o leaves no partial file behind.
   r = Cs({"cat", id, "-o", dir_ / "restored"});
   EXPECT_EQ(r.code, 4);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "restored"));
+}
+
+// cat into a regular file reserves the blocks it is about to write
+// (fallocate, keeping the file's size) and writes into them: the file
+// holds exactly the object, after what it held if opened to append, and
+// no reservation is left past its end.
+TEST_F(Cli, CatIntoARegularFileReservesOnlyWhatItWrites) {
+  const auto data = RandomBytes(6u << 20, 10);
+  const std::string id = IdLine(Cs({"publish", Write("f", data)}).out);
+  Outcome r = Cs({"cat", id});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string(data.begin(), data.end()));
+  EXPECT_LE(AllocatedBytes(dir_ / "stdout"), data.size() + 4096);
+  const auto before = RandomBytes(5000, 11);
+  Write("stdout", before);
+  r = Cs({"cat", id}, "", true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string(before.begin(), before.end()) + std::string(data.begin(), data.end()));
+  EXPECT_LE(AllocatedBytes(dir_ / "stdout"), before.size() + data.size() + 4096);
+  // A range, into the same file appended again.
+  r = Cs({"cat", id, "--offset", "1000", "--length", "3000000"}, "", true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.size(), before.size() + data.size() + 3000000);
+  EXPECT_EQ(r.out.substr(before.size() + data.size()), std::string(data.begin() + 1000, data.begin() + 3001000));
+  EXPECT_LE(AllocatedBytes(dir_ / "stdout"), r.out.size() + 4096);
 }
 
 TEST_F(Cli, CatToFile) {
