@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Measures two builds of the chunkstore CLI side by side in one run, each
 # command a fresh process timed whole, as scripts/compare-peers.sh times
-# them: `publish` of a file into a fresh store (durable) and `cat REF >
-# FILE` (restore, after recycling page-cache pages). What a fresh process
-# pays (start-up, faulting in buffers) shows here and not in ab.sh, whose
-# benchmark binary runs every operation in one warm process. Sides take
-# turns, round after round; prints median and min-max of each side and the
-# ratio of medians (above 1: the working tree is faster).
+# them: `publish` of a file into a fresh store (durable), `publish` of a
+# copy with one byte changed into a store holding the file (re-ingest),
+# and `cat REF > FILE` (restore, after recycling page-cache pages). What
+# a fresh process pays (start-up, faulting in buffers) shows here and not
+# in ab.sh, whose benchmark binary runs every operation in one warm
+# process. Sides take turns, round after round; prints median and min-max
+# of each side and the ratio of medians (above 1: the working tree is
+# faster).
 #
 # Usage: scripts/ab-cli.sh BASE_REV [--rounds N] [--size-mib M]
 #   Defaults: 15 rounds, 256 MiB of pseudo-random input.

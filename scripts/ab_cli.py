@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The measuring half of scripts/ab-cli.sh: alternating whole-process runs
-of two chunkstore binaries on one input, publish into a fresh store and
-`cat REF > FILE`, timed and prepared as scripts/compare_peers.py does."""
+of two chunkstore binaries on one input: publish into a fresh store,
+publish of a copy with one byte changed into a store holding the input
+(re-ingest; a different byte each round, so every run has an edit to
+find), and `cat REF > FILE`, timed and prepared as scripts/compare_peers.py
+does."""
 import argparse
 import os
 import shutil
@@ -10,6 +13,17 @@ import subprocess
 import time
 
 from compare_peers import make_payload, recycle_pages
+
+
+def edited_copy(src, dst, at):
+    """dst: a copy of src (made as compare_peers makes its edited input)
+    with the byte at `at` changed."""
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x5A]))
 
 
 def timed(cmd):
@@ -30,7 +44,7 @@ def main():
     args = ap.parse_args()
     big = make_payload(args.work, args.size_mib, "chunkstore")
     sides = {"base": os.path.abspath(args.base), "new": os.path.abspath(args.new)}
-    times = {side: {"publish": [], "restore": []} for side in sides}
+    times = {side: {"publish": [], "reingest": [], "restore": []} for side in sides}
     stores = {}
     for side, exe in sides.items():
         stores[side] = os.path.join(args.work, "store-" + side)
@@ -46,6 +60,10 @@ def main():
             subprocess.run([exe, "--store", fresh, "-q", "init"], check=True)
             times[side]["publish"].append(timed([exe, "--store", fresh, "publish", big]))
             shutil.rmtree(fresh)
+            edited = os.path.join(args.work, "edited.bin")
+            edited_copy(big, edited, (args.size_mib << 19) + 4096 * rnd)
+            times[side]["reingest"].append(timed([exe, "--store", stores[side], "publish", edited]))
+            os.unlink(edited)
             target = os.path.join(args.work, "out.bin")
             recycle_pages(args.work, args.size_mib)
             times[side]["restore"].append(
@@ -54,7 +72,7 @@ def main():
     print(f"base {args.base_label} vs working tree, {args.rounds} alternating rounds, {args.size_mib} MiB; "
           f"whole-process ms (median, min-max)")
     print(f"{'command':10} {'base':>26} {'new':>26} {'speed-up':>9}")
-    for op in ("publish", "restore"):
+    for op in ("publish", "reingest", "restore"):
         a, b = [x * 1e3 for x in times["base"][op]], [x * 1e3 for x in times["new"][op]]
         ma, mb = statistics.median(a), statistics.median(b)
         print(f"{op:10} {f'{ma:.1f} ({min(a):.1f}-{max(a):.1f})':>26} {f'{mb:.1f} ({min(b):.1f}-{max(b):.1f})':>26} "
