@@ -1,7 +1,7 @@
-// Sha256Pair and Sha256Stream against OpenSSL: known answers, every length
-// around the padding boundaries, unequal and overlapping messages,
-// unaligned starts, a stream that hashes pieces on the way, and the same
-// answers with interleaving turned off.
+// Sha256Pair, Sha256Stream and Sha256::Of against OpenSSL: known answers,
+// every length around the padding boundaries, unequal and overlapping
+// messages, unaligned starts, a stream that hashes pieces on the way, and
+// the same answers with interleaving turned off.
 #include "sha256_pair.h"
 
 #include <openssl/evp.h>
@@ -80,6 +80,17 @@ TEST_P(Sha256PairTest, EveryLengthAroundThePadding) {
   const auto data = chunkstore::testing::RandomBytes(1024, 11);
   for (size_t la = 0; la <= 300; ++la)
     for (size_t lb = la % 7; lb <= 300; lb += 7) ExpectPair(data, {1, la, 600, lb});
+}
+
+// Sha256::Of, which takes this library's own one-lane path where the CPU
+// has SHA extensions and OpenSSL's otherwise: every padding case, an
+// unaligned start, nothing at all, and a long message.
+TEST_P(Sha256PairTest, OneShotDigestAtEveryLengthAroundThePadding) {
+  const auto data = chunkstore::testing::RandomBytes(3 << 20, 13);
+  for (size_t n = 0; n <= 300; ++n)
+    ASSERT_EQ(Sha256::Of(data.data() + 1, n), OpenSsl(data.data() + 1, n)) << n;
+  EXPECT_EQ(Sha256::Of(nullptr, 0), OpenSsl(data.data(), 0));
+  EXPECT_EQ(Sha256::Of(data.data() + 3, data.size() - 3), OpenSsl(data.data() + 3, data.size() - 3));
 }
 
 TEST_P(Sha256PairTest, LongUnequalOverlappingAndUnaligned) {

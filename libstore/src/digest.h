@@ -54,6 +54,8 @@ class Sha256 {
   void Update(const void* data, size_t n);
   Digest Finish();
 
+  // The digest of data[0, n), in one call. Thread-safe. Where the CPU has
+  // SHA extensions (Sha256PairInterleaves()), computed without OpenSSL.
   static Digest Of(const void* data, size_t n);
 
  private:

@@ -249,6 +249,7 @@ void Sha256Pair(const void* a, size_t na, Digest* da, const void* b, size_t nb, 
 
 Sha256Stream::Sha256Stream() : interleave_(Sha256PairInterleaves()) {
   std::memcpy(state_, kInitial, sizeof state_);
+  if (!interleave_) openssl_ = std::make_unique<Sha256>();
 }
 
 size_t Sha256Stream::FillOpenBlock(const uint8_t* p, size_t n) {
@@ -265,7 +266,7 @@ size_t Sha256Stream::FillOpenBlock(const uint8_t* p, size_t n) {
 }
 
 void Sha256Stream::Update(const void* data, size_t n) {
-  if (!interleave_) return openssl_.Update(data, n);
+  if (!interleave_) return openssl_->Update(data, n);
   if (n == 0) return;  // data may be null
   const uint8_t* p = static_cast<const uint8_t*>(data);
   const size_t head = FillOpenBlock(p, n);
@@ -363,7 +364,7 @@ Digest Sha256Partial::Finish() {
 }
 
 Digest Sha256Stream::Finish() {
-  if (!interleave_) return openssl_.Finish();
+  if (!interleave_) return openssl_->Finish();
   FinishMessage(state_, block_, buffered_, total_);
   Digest d;
   StoreDigest(state_, &d);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "digest.h"
 
@@ -104,7 +105,9 @@ class Sha256Stream {
   uint8_t block_[64];  // bytes of the current, incomplete block
   size_t buffered_ = 0;
   uint64_t total_ = 0;
-  Sha256 openssl_;
+  // Only without interleaving: OpenSSL does the work, and is initialized
+  // only then.
+  std::unique_ptr<Sha256> openssl_;
 };
 
 // Whether Sha256Pair interleaves on this machine (SHA extensions present
