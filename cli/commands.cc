@@ -280,6 +280,7 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
   if (*length >= 0) remaining = std::min<uint64_t>(remaining, static_cast<uint64_t>(*length));
   Status s = r.Seek(start);
   if (!s.ok()) return Fail(s);
+  r.LimitReadAhead(start + remaining);  // a range verifies no chunk past its end
 
   int fd = STDOUT_FILENO;
   std::string tmp;

@@ -3,6 +3,7 @@
 // bytes) before any byte leaves, the cache of verified chunks, and the
 // Reader cursor with parallel read-ahead for sequential reads.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <future>
@@ -313,11 +314,7 @@ class ObjectReader final : public Reader {
     if (store_->bucket) depth_ = workers_ = std::max(depth_, 16u);
   }
 
-  ~ObjectReader() override {
-    // Read-ahead tasks use this reader; pool futures do not wait when
-    // destroyed, so wait here.
-    for (auto& f : ahead_) f.second.wait();
-  }
+  ~ObjectReader() override { DropAhead(); }
 
   const std::string& id() const override { return id_; }
   uint64_t size() const override { return size_; }
@@ -327,6 +324,12 @@ class ObjectReader final : public Reader {
     CHUNKSTORE_RETURN_IF_ERROR(CheckSeek(offset, size_));
     pos_ = offset;
     return Status::OK();
+  }
+
+  void LimitReadAhead(uint64_t end) override {
+    end = std::min(end, size_);
+    // Chunks [0, ahead_end_) may be verified ahead: those starting below end.
+    ahead_end_ = end == 0 ? 0 : ChunkAt(end - 1) + 1;
   }
 
   Result<size_t> Read(void* buf, size_t n) override {
@@ -383,6 +386,10 @@ class ObjectReader final : public Reader {
     auto promises = std::make_shared<std::vector<std::promise<Result<Bytes>>>>(n);
     for (size_t k = 0; k < n; ++k) ahead_.emplace_back(i + k, (*promises)[k].get_future());
     store_->ReadAhead(workers_).Submit([this, i, n, promises] {
+      if (dropping_.load(std::memory_order_acquire)) {  // nobody will take these
+        for (size_t k = 0; k < n; ++k) (*promises)[k].set_value(Status::NotFound("read-ahead dropped"));
+        return 0;
+      }
       internal::Digest ids[kGroup];
       ChunkLocation locs[kGroup];
       for (size_t k = 0; k < n; ++k) {
@@ -412,26 +419,39 @@ class ObjectReader final : public Reader {
       r = ahead_.front().second.get();
       ahead_.pop_front();
     } else {
-      // Pool futures do not wait when destroyed; the tasks use this reader.
-      for (auto& f : ahead_) f.second.wait();
-      ahead_.clear();
+      DropAhead();
       r = Fetch(i, false);
     }
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
+    const size_t end = std::min(ahead_end_, entries_.size());
     // Not from a bucket: there a task mostly waits on its fetch, and a
     // group would fetch its chunks one after the other.
     if (Sha256PairInterleaves() && !store_->bucket) {
-      while (ahead_.size() < depth_ && next + 1 < entries_.size()) {
-        const size_t n = std::min(kGroup, entries_.size() - next);
+      while (ahead_.size() < depth_ && next + 1 < end) {
+        const size_t n = std::min(kGroup, end - next);
         SubmitGroup(next, n);
         next += n;
       }
     }
-    while (ahead_.size() < depth_ && next < entries_.size()) {
-      ahead_.emplace_back(next, store_->ReadAhead(workers_).Submit([this, next] { return Fetch(next, false); }));
+    while (ahead_.size() < depth_ && next < end) {
+      ahead_.emplace_back(next, store_->ReadAhead(workers_).Submit([this, next]() -> Result<Bytes> {
+        if (dropping_.load(std::memory_order_acquire)) return Status::NotFound("read-ahead dropped");
+        return Fetch(next, false);
+      }));
       ++next;
     }
     return r;
+  }
+
+  // Forgets the read-ahead: tasks not yet started skip their work, and
+  // this waits for the ones running (they use this reader; pool futures
+  // do not wait when destroyed).
+  void DropAhead() {
+    if (ahead_.empty()) return;
+    dropping_.store(true, std::memory_order_release);
+    for (auto& f : ahead_) f.second.wait();
+    ahead_.clear();
+    dropping_.store(false, std::memory_order_release);
   }
 
   // The chunk holding byte `at` (< size_).
@@ -483,7 +503,10 @@ class ObjectReader final : public Reader {
   static constexpr size_t kGroup = 4;
   unsigned depth_ = 1;
   unsigned workers_ = 1;
+  size_t ahead_end_ = SIZE_MAX;  // chunks at or past this index are not read ahead
   std::deque<std::pair<size_t, std::future<Result<Bytes>>>> ahead_;
+  // Set while DropAhead waits: queued read-ahead tasks then do nothing.
+  std::atomic<bool> dropping_{false};
 };
 
 }  // namespace

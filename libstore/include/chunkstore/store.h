@@ -185,6 +185,12 @@ class Reader {
   // Moves the cursor; InvalidArgument past the end.
   virtual Status Seek(uint64_t offset) = 0;
   virtual uint64_t Tell() const = 0;
+  // Sequential reads (Read, ReadView) verify the chunks after the cursor's
+  // ahead of time, on other threads, up to the object's end. A caller that
+  // will stop reading at offset `end` says so here: no chunk that starts
+  // at or past `end` is verified ahead from then on. Reads past `end` still
+  // work (they verify as they go). Default: the object's end.
+  virtual void LimitReadAhead(uint64_t end) { (void)end; }
 };
 
 class Batch;

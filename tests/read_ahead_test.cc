@@ -1,0 +1,212 @@
+// Read-ahead of sequential reads: what is verified ahead, and what happens
+// to it when the reader seeks away or closes. A wrapped Env records which
+// pack records are read and can make one record's read slow, so the tests
+// can tell which chunks the read-ahead touched.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "chunkstore/env.h"
+#include "test_util.h"
+
+namespace chunkstore {
+namespace {
+
+using testing::RandomBytes;
+using testing::SmallChunks;
+using testing::TempDir;
+
+// Records the offset of every read of a file opened through it; reads of
+// exactly `slow_len` bytes (one chosen chunk's record) take 200 ms.
+// Everything else is the wrapped Env.
+class WatchedEnv : public EnvWrapper {
+ public:
+  explicit WatchedEnv(Env* target) : EnvWrapper(target) {}
+  Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) override {
+    auto f = target()->OpenFile(path, mode);
+    if (!f.ok()) return f;
+    return std::unique_ptr<File>(new Watched(std::move(*f), this));
+  }
+  std::set<uint64_t> ReadOffsets() {
+    std::lock_guard<std::mutex> l(mu_);
+    return reads_;
+  }
+  void ForgetReads() {
+    std::lock_guard<std::mutex> l(mu_);
+    reads_.clear();
+  }
+  std::atomic<size_t> slow_len{0};
+
+ private:
+  class Watched : public File {
+   public:
+    Watched(std::unique_ptr<File> f, WatchedEnv* env) : f_(std::move(f)), env_(env) {}
+    Status Append(const void* d, size_t n) override { return f_->Append(d, n); }
+    Status ReadAt(uint64_t off, size_t n, void* buf, size_t* got) const override {
+      {
+        std::lock_guard<std::mutex> l(env_->mu_);
+        env_->reads_.insert(off);
+      }
+      if (n == env_->slow_len.load()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      return f_->ReadAt(off, n, buf, got);
+    }
+    Status Sync() override { return f_->Sync(); }
+    void StartWriteBack() override { f_->StartWriteBack(); }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+    Result<uint64_t> Size() const override { return f_->Size(); }
+
+   private:
+    std::unique_ptr<File> f_;
+    WatchedEnv* env_;
+  };
+  std::mutex mu_;
+  std::set<uint64_t> reads_;
+};
+
+// Offsets in the pack of each chunk's record, for objects published one
+// after the other into a fresh store (one pack, records in order: a
+// 16-byte pack header, then a 64-byte header and the stored bytes each;
+// random data is stored raw).
+std::vector<uint64_t> RecordOffsets(const std::vector<std::vector<ChunkInfo>>& objects) {
+  std::vector<uint64_t> at;
+  uint64_t off = 16;
+  for (const auto& chunks : objects) {
+    for (const auto& c : chunks) {
+      at.push_back(off);
+      off += 64 + c.length;
+    }
+  }
+  return at;
+}
+
+Options Watched(WatchedEnv* env, unsigned threads) {
+  Options o = SmallChunks();
+  o.env = env;
+  o.threads = threads;
+  o.cache_bytes = 0;  // every read verifies, through the pack
+  return o;
+}
+
+TEST(ReadAhead, ABackwardSeekWaitsForTheTasksItDrops) {
+  // Read chunk 0 (chunks 1-4 go ahead), seek into chunk 2 (3-6 ahead),
+  // seek back to 0: the reader drops 3-6 and sends 1-4 again. Chunk 6 is
+  // slow, so one worker is still fetching it for this reader when the
+  // other has finished 1-4; without the wait at the drop, closing the
+  // reader frees it under that fetch (ASan and TSan report it).
+  TempDir dir;
+  WatchedEnv env(Env::Posix());
+  auto store = *Store::Open(dir / "s", Watched(&env, 2));
+  const auto data = RandomBytes(400000, 80);
+  auto r = store->PublishBytes(data.data(), data.size());
+  ASSERT_TRUE(r.ok());
+  auto chunks = store->Chunks(r->id);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_GE(chunks->size(), 8u);
+  // A small record is read in one piece: header (64 bytes) and payload.
+  for (size_t k = 0; k < 6; ++k) ASSERT_NE((*chunks)[k].length, (*chunks)[6].length) << k;
+  env.slow_len = 64 + (*chunks)[6].length;
+  std::vector<uint8_t> buf(100);
+  {
+    auto reader = store->OpenReader(r->id);
+    ASSERT_TRUE(reader.ok());
+    for (size_t chunk : {size_t{0}, size_t{2}, size_t{0}}) {
+      const uint64_t at = (*chunks)[chunk].offset + 10;
+      ASSERT_TRUE((*reader)->Seek(at).ok());
+      auto n = (*reader)->Read(buf.data(), buf.size());
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      ASSERT_TRUE(std::equal(buf.begin(), buf.begin() + *n, data.begin() + at));
+    }
+  }  // closes with chunk 6 still being fetched, unless the drop waited
+  env.slow_len = 0;
+}
+
+// LimitReadAhead: sequential reads up to the limit verify no chunk that
+// starts past it, and reading on past the limit still returns the right
+// bytes (verified as they are reached).
+TEST(ReadAhead, StopsAtTheLimitItIsGiven) {
+  TempDir dir;
+  WatchedEnv env(Env::Posix());
+  auto store = *Store::Open(dir / "s", Watched(&env, 2));
+  const auto data = RandomBytes(400000, 81);
+  auto r = store->PublishBytes(data.data(), data.size());
+  ASSERT_TRUE(r.ok());
+  auto chunks = *store->Chunks(r->id);
+  ASSERT_GE(chunks.size(), 20u);
+  const auto records = RecordOffsets({chunks});
+  // The range ends inside chunk 3: chunks 0-3 may be read, 4 on may not.
+  const uint64_t end = chunks[3].offset + chunks[3].length / 2;
+  env.ForgetReads();
+  auto reader = std::move(*store->OpenReader(r->id));
+  reader->LimitReadAhead(end);
+  std::vector<uint8_t> got(end);
+  size_t done = 0;
+  while (done < end) {
+    auto n = reader->Read(got.data() + done, end - done);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_GT(*n, 0u);
+    done += *n;
+  }
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin()));
+  // Anything the read-ahead had queued has run by now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto read = env.ReadOffsets();
+  for (size_t k = 0; k < records.size(); ++k)
+    EXPECT_EQ(read.count(records[k]) > 0, k <= 3) << "chunk " << k;
+  // Past the limit, reads go on.
+  std::vector<uint8_t> rest(data.size() - end);
+  done = 0;
+  while (done < rest.size()) {
+    auto n = reader->Read(rest.data() + done, rest.size() - done);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_GT(*n, 0u);
+    done += *n;
+  }
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), data.begin() + static_cast<std::ptrdiff_t>(end)));
+}
+
+// A reader closed with read-ahead still queued behind another reader's
+// (one worker, busy with a slow chunk of the first object) does not read
+// the chunks it no longer needs: the queued task finds the reader gone
+// and skips them.
+TEST(ReadAhead, ClosingSkipsTheReadAheadNotYetStarted) {
+  TempDir dir;
+  WatchedEnv env(Env::Posix());
+  auto store = *Store::Open(dir / "s", Watched(&env, 1));
+  const auto a = RandomBytes(200000, 82), b = RandomBytes(200000, 83);
+  auto ra = store->PublishBytes(a.data(), a.size());
+  auto rb = store->PublishBytes(b.data(), b.size());
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  const auto ca = *store->Chunks(ra->id), cb = *store->Chunks(rb->id);
+  ASSERT_GE(ca.size(), 6u);
+  ASSERT_GE(cb.size(), 6u);
+  const auto records = RecordOffsets({ca, cb});
+  // Chunk 1 of a is the slow one (its length is no other chunk's here).
+  for (size_t k = 0; k < ca.size() + cb.size(); ++k) {
+    const uint32_t len = k < ca.size() ? ca[k].length : cb[k - ca.size()].length;
+    if (k != 1) {
+      ASSERT_NE(len, ca[1].length) << k;
+    }
+  }
+  env.slow_len = 64 + ca[1].length;
+  env.ForgetReads();
+  std::vector<uint8_t> buf(100);
+  auto reader_a = std::move(*store->OpenReader(ra->id));
+  ASSERT_TRUE(reader_a->Read(buf.data(), buf.size()).ok());  // a's chunks 1.. go ahead, 1 is slow
+  {
+    auto reader_b = std::move(*store->OpenReader(rb->id));
+    ASSERT_TRUE(reader_b->Read(buf.data(), buf.size()).ok());  // b's go ahead, queued behind a's
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), b.begin()));
+  }  // closes while b's read-ahead waits for the worker
+  const auto read = env.ReadOffsets();
+  EXPECT_GT(read.count(records[0]), 0u);            // a's chunk 0, read by reader_a
+  EXPECT_GT(read.count(records[ca.size()]), 0u);    // b's chunk 0, read by reader_b
+  for (size_t k = 1; k < cb.size(); ++k)
+    EXPECT_EQ(read.count(records[ca.size() + k]), 0u) << "b's chunk " << k;
+  env.slow_len = 0;
+}
+
+}  // namespace
+}  // namespace chunkstore
