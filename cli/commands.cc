@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,6 +62,10 @@ void ReserveOutput(int fd, uint64_t bytes) {
   // offset is.
   const off_t at = (flags & O_APPEND) ? st.st_size : ::lseek(fd, 0, SEEK_CUR);
   if (at != st.st_size) return;  // writing inside the file: its blocks are its own business
+  // Not when the bytes cannot fit: a reservation that fails part-way may
+  // keep what it got, and the writes will report the shortage anyway.
+  struct statvfs fs;
+  if (::fstatvfs(fd, &fs) != 0 || static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize <= bytes) return;
   ::fallocate(fd, FALLOC_FL_KEEP_SIZE, at, static_cast<off_t>(bytes));
 #else
   (void)fd;
