@@ -231,7 +231,8 @@ def main():
             "notes": {
                 "chunkstore": "no encryption; zlib only where it saves 1/16 (none here); fdatasync of packs and "
                               "SQLite FULL sync; chunking and hashing on 2 threads; restore = `cat REF > FILE` "
-                              "(verifies every chunk; the output is not fsynced, like the others')",
+                              "(verifies every chunk; reserves the file's blocks before writing them; the output is not "
+                              "fsynced, like the others')",
                 "restic": "AES-256 encryption and MAC always on; repository v2 compression (zstd, auto); "
                           "parallel; restore = `restic restore latest`",
                 "borg": "`--encryption none`, default lz4 compression; single-threaded; restore = `borg extract`",
