@@ -20,7 +20,7 @@ using testing::SmallChunks;
 using testing::TempDir;
 
 // Records the offset of every read of a file opened through it; reads of
-// exactly `slow_len` bytes (one chosen chunk's record) take 200 ms.
+// exactly `slow_len` bytes (one chosen chunk's record) take `slow_ms`.
 // Everything else is the wrapped Env.
 class WatchedEnv : public EnvWrapper {
  public:
@@ -39,6 +39,7 @@ class WatchedEnv : public EnvWrapper {
     reads_.clear();
   }
   std::atomic<size_t> slow_len{0};
+  std::atomic<int> slow_ms{200};
 
  private:
   class Watched : public File {
@@ -50,7 +51,8 @@ class WatchedEnv : public EnvWrapper {
         std::lock_guard<std::mutex> l(env_->mu_);
         env_->reads_.insert(off);
       }
-      if (n == env_->slow_len.load()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (n == env_->slow_len.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(env_->slow_ms.load()));
       return f_->ReadAt(off, n, buf, got);
     }
     Status Sync() override { return f_->Sync(); }
@@ -191,6 +193,9 @@ TEST(ReadAhead, ClosingSkipsTheReadAheadNotYetStarted) {
     }
   }
   env.slow_len = 64 + ca[1].length;
+  // Long enough that b's reader is surely closed before the worker is free,
+  // even on a loaded machine or under a sanitizer.
+  env.slow_ms = 1000;
   env.ForgetReads();
   std::vector<uint8_t> buf(100);
   auto reader_a = std::move(*store->OpenReader(ra->id));
