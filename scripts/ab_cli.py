@@ -12,18 +12,7 @@ import statistics
 import subprocess
 import time
 
-from compare_peers import make_payload, recycle_pages
-
-
-def edited_copy(src, dst, at):
-    """dst: a copy of src (made as compare_peers makes its edited input)
-    with the byte at `at` changed."""
-    shutil.copyfile(src, dst)
-    with open(dst, "r+b") as f:
-        f.seek(at)
-        b = f.read(1)
-        f.seek(at)
-        f.write(bytes([b[0] ^ 0x5A]))
+from compare_peers import edited_copy, make_payload, recycle_pages
 
 
 def timed(cmd):

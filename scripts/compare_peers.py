@@ -71,18 +71,23 @@ def make_payload(work, size_mib, seed):
     return big
 
 
+def edited_copy(src, dst, at):
+    """dst: a copy of src with the byte at offset `at` changed."""
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x5A]))
+
+
 def make_inputs(work, size_mib, seed):
     """The payload (make_payload), a copy with one byte changed in its
     middle, and 2,000 files of 256 bytes taken from its start."""
     big = make_payload(work, size_mib, seed)
     edited = os.path.join(work, "edited", "input.bin")
     os.makedirs(os.path.dirname(edited))
-    shutil.copyfile(big, edited)
-    with open(edited, "r+b") as f:
-        f.seek((size_mib << 20) // 2)
-        b = f.read(1)
-        f.seek((size_mib << 20) // 2)
-        f.write(bytes([b[0] ^ 0x5A]))
+    edited_copy(big, edited, (size_mib << 20) // 2)
     small = os.path.join(work, "small")
     os.makedirs(small)
     with open(big, "rb") as src:
