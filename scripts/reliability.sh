@@ -2,8 +2,9 @@
 # Runs the full reliability campaigns and regenerates docs/reliability.md:
 # crash (1,000 SIGKILLs), corruption (1,000 damaged stores), concurrency
 # (11 processes for 60 s), bad input (every case in the table) and fuzzing
-# (each libFuzzer target for a minute). Figures are saved as JSON in
-# docs/measurements/reliability-DATE/.
+# (each libFuzzer target for a minute), and every mutant of
+# scripts/mutants.txt. Figures are saved as JSON in
+# docs/measurements/reliability-DATE/ (mutants: docs/measurements/mutants-DATE.json).
 # Usage: scripts/reliability.sh [--quick]   (--quick: small counts, for trying it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,5 +24,10 @@ if [ $quick = 1 ]; then kills=50; trials=100; secs=10; fuzz=10; else kills=1000;
 "$torture" concurrency --seconds $secs --dir "$scratch/concurrency" --json "$out/concurrency.json"
 python3 scripts/bad_input.py build-release/cli/chunkstore "$out/bad-input.json"
 scripts/fuzz.sh $fuzz "$out/fuzz.json"
+if [ $quick = 1 ]; then
+  python3 scripts/mutants.py --quick
+else
+  python3 scripts/mutants.py --json "docs/measurements/mutants-$(date -u +%Y-%m-%d).json"
+fi
 python3 scripts/reliability_report.py "$out"
 echo "reliability.sh: figures in $out, report in docs/reliability.md"

@@ -48,9 +48,19 @@ write short (half written, then failing). For every N across a publish
 (`FaultTest.*`), a gc (`GcTest.FailureAtEveryStepLosesNothingAndARerunFinishes`)
 and batch publishes, the tests check: the failing call returns a clear
 error; every object committed before still verifies and reads back; nothing
-half-published is visible; a retry succeeds. A power-loss wrapper drops
-every byte not yet fsynced (and files created since their directory's last
-fsync) after a crash at every point of a publish (`PowerLoss.*`). SQLite's
+half-published is visible; a retry succeeds.
+
+The same wrapper simulates power loss the way a file system loses data: it
+follows files, not names. A file keeps only the bytes it had at its last
+fsync; a name made by a create or a rename survives only once its
+directory was fsynced after it (until then power loss puts the file back
+under its old name, or drops it); a removed or replaced file whose removal
+was not made durable comes back; a new directory vanishes unless its
+parent was fsynced. `PowerLoss.*` loses power after every publish of a
+run, after a crash at every point of a publish, after a publish that
+appends to a pack another handle created, after a gc compaction, and after
+a crash at every point of a gc; each time everything acknowledged must
+read back and verify. SQLite's
 own files are reached through a VFS shim (`tests/sqlite_fault_vfs.h`) that
 fails the N-th write, sync or truncate of the index with an I/O error or
 "disk full" (`SqliteFaults.*`), with the same checks, including a retry on
@@ -142,6 +152,27 @@ along and still gives OpenSSL's digest of each).
 |---|---:|---:|---:|
 {rows}
 """)
+    mutants_runs = sorted(glob.glob(os.path.join(ROOT, "docs", "measurements", "mutants-*.json")))
+    if mutants_runs:
+        mut = load(os.path.dirname(mutants_runs[-1]), os.path.basename(mutants_runs[-1]))
+        rows = "\n".join(f"| `{r['id']}` | {r['why']} | {r['verdict']} |" for r in mut["results"])
+        parts.append(f"""## Mutation testing
+
+Do the tests fail when it matters? `scripts/mutants.py` puts one
+deliberate bug at a time into the code that protects data (gc liveness,
+every fsync and rename of the commit protocols, the checks on what is read,
+manifest and log checks, range arithmetic; the list is
+`scripts/mutants.txt`), rebuilds and runs the whole suite; a bug the suite
+does not catch fails the run. CI runs the mutants marked quick; the full
+list runs before a release (about {max(1, round(mut['seconds'] / 60))} minutes on two cores).
+
+Last full run: {mut['date']} at {mut['commit']} (`{os.path.relpath(mutants_runs[-1], os.path.join(ROOT, "docs"))}`):
+**{mut['caught']} of {mut['mutants']} caught**.
+
+| mutant | the bug | verdict |
+|---|---|---|
+{{rows}}
+""".replace("{rows}", rows))
     parts.append("""## Security basics
 
 - Spill files: `O_TMPFILE` (or `mkostemp` then unlink), mode 0600, inside the

@@ -541,6 +541,56 @@ TEST_P(BucketTest, GcDeletesDeadPacksAndCompactsSparseOnesWhileOtherCachesStillR
   EXPECT_EQ(b->List()->size(), 2u);
 }
 
+// Every version of a name keeps its object through a gc, on the machine
+// that ran it and on one that builds its cache afterwards.
+TEST_P(BucketTest, GcKeepsEveryVersionOfAName) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto v1 = RandomBytes(200000, 31), v2 = RandomBytes(200000, 32);
+  const std::string id1 = a->PublishBytes(v1.data(), v1.size(), "w")->id;
+  ASSERT_TRUE(a->PublishBytes(v2.data(), v2.size(), "w").ok());
+  ASSERT_TRUE(a->Tag(id1, "other").ok());
+  ASSERT_TRUE(a->Tag("w@2", "other").ok());
+  auto gc = a->Gc(testing::GcNow());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->objects_removed, 0u);
+  EXPECT_EQ(gc->chunks_removed, 0u);
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(b);
+  for (Store* s : {a.get(), b.get()}) {
+    auto got1 = ReadObject(*s, "w@1");
+    ASSERT_TRUE(got1.ok()) << got1.status().ToString();
+    EXPECT_EQ(*got1, v1);
+    EXPECT_EQ(*ReadObject(*s, "other@1"), v1);
+    EXPECT_EQ(*ReadObject(*s, "w"), v2);
+  }
+}
+
+// gc never guesses what a damaged manifest needs: it stops before it
+// writes a record or deletes a blob.
+TEST_P(BucketTest, ADamagedManifestStopsGcBeforeItChangesTheBucket) {
+  std::string ida;
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+    const auto x = RandomBytes(200000, 41), y = RandomBytes(200000, 42);
+    ida = a->PublishBytes(x.data(), x.size(), "x")->id;
+    ASSERT_TRUE(a->PublishBytes(y.data(), y.size(), "y").ok());
+    ASSERT_TRUE(a->RemoveName("y").ok());
+  }
+  testing::Sql(dir_ / "a", "UPDATE objects SET manifest = zeroblob(length(manifest)) WHERE hex(id) = upper('" +
+                               ida.substr(7) + "')");
+  const size_t logs = CountBlobs("log/"), packs = CountBlobs("packs/");
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  auto gc = a->Gc(testing::GcNow());
+  ASSERT_FALSE(gc.ok());
+  EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
+  EXPECT_EQ(gc.status().object_id(), ida);
+  EXPECT_EQ(CountBlobs("log/"), logs);
+  EXPECT_EQ(CountBlobs("packs/"), packs);
+}
+
 TEST_P(BucketTest, GcRefusesWhileAWriterIsPublishing) {
   auto a = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");

@@ -212,6 +212,29 @@ TEST(Chunker, StreamingMatchesTheReferenceOnLongScans) {
   EXPECT_EQ(StreamLengths(p, data, split), ReferenceLengths(p, data));
 }
 
+// The smallest parameters the chunker accepts, where every chunk is a
+// short scan in the single-stream path and the minimum, normal-size and
+// maximum boundaries fall within a few hundred bytes of each other.
+TEST(Chunker, SmallParametersMatchTheReference) {
+  const auto random = RandomBytes(1 << 20, 23);
+  std::vector<uint8_t> text(1 << 20);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = "lorem ipsum dolor sit amet "[(i * 7 + i / 509) % 27];
+  std::mt19937_64 rng(23);
+  auto split = [&] { return static_cast<size_t>(rng() % 2000 + 1); };
+  for (int level = 0; level <= 3; ++level) {
+    for (const ChunkerParams& p : {P(64, 256, 1024, level), P(128, 512, 4096, level), P(1024, 2048, 16384, level)}) {
+      const std::string what = std::to_string(p.min_size) + "/" + std::to_string(p.avg_size) + "/" +
+                               std::to_string(p.max_size) + " level " + std::to_string(level);
+      for (const std::vector<uint8_t>* data : std::vector<const std::vector<uint8_t>*>{&random, &text}) {
+        const auto expected = ReferenceLengths(p, *data);
+        ASSERT_GT(expected.size(), 50u) << what;
+        EXPECT_EQ(Lengths(p, *data), expected) << what;
+        EXPECT_EQ(StreamLengths(p, *data, split), expected) << what << ", streamed";
+      }
+    }
+  }
+}
+
 TEST(ChunkerParams, DefaultsAreTheDocumentedOnes) {
   ChunkerParams p;
   EXPECT_EQ(p.min_size, 256u * 1024);

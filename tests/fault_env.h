@@ -2,16 +2,29 @@
 // operation (append, sync, truncate, open, rename, dir sync) with EIO or
 // ENOSPC, can make an append short (half written, then failing), can
 // "crash" (fail every operation from the Nth on), and can simulate power
-// loss by dropping every byte not yet fsynced and every file created since
-// its directory was last fsynced.
+// loss (DropUnsyncedData) the way a real file system loses it.
+//
+// The power-loss model follows files, not names. Every file and directory
+// this Env creates or opens is a node with the bytes that are durable (its
+// length at its last Sync) and the name under which it survives (the name
+// its parent directory held when that directory was last synced, or none
+// for an entry never synced). A rename moves the node and its synced bytes
+// to the new name, but the new name only survives once the directory is
+// synced; until then power loss puts the file back under its old name (or
+// drops it, if that name was never durable either). A file removed, or
+// replaced by a rename, comes back at power loss if its directory was not
+// synced since. New directories vanish, with everything in them, unless
+// their parent was synced after they were made. Files this Env never saw
+// (the SQLite index, test fixtures) are taken to be durable as they are.
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "chunkstore/env.h"
 
@@ -36,29 +49,69 @@ class FaultEnv : public EnvWrapper {
     crash_ = true;
   }
 
-  // Power loss: cuts every file written through this Env back to the
-  // length it had at its last successful Sync, and removes files created
-  // since their directory's last SyncDir.
+  // Power loss: every file goes back to its durable name (or away, if it
+  // has none) and its durable length; removed and replaced files whose
+  // removal was not made durable come back; directories never made
+  // durable disappear. Files must be closed (Stores destroyed) first.
   void DropUnsyncedData() {
     std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [path, synced] : synced_) {
-      auto f = target()->OpenFile(path, OpenMode::kAppend);
-      if (f.ok()) (*f)->Truncate(synced);
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    // Entries that were never durable go first, so names they took can be
+    // given back to the files that held them before.
+    std::vector<std::string> gone_dirs;
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+      const Node& n = *it->second;
+      if (n.durable_path.empty()) {
+        fs::remove_all(n.path, ec);
+        if (n.dir) gone_dirs.push_back(n.path + "/");
+        it = nodes_.erase(it);
+      } else {
+        ++it;
+      }
     }
-    for (const auto& path : unsynced_entries_) target()->RemoveFile(path);
-    unsynced_entries_.clear();
-    synced_.clear();
+    // Whatever lived in a vanished directory vanished with it.
+    std::erase_if(nodes_, [&](const auto& e) {
+      for (const std::string& d : gone_dirs)
+        if (e.second->path.rfind(d, 0) == 0 || e.second->durable_path.rfind(d, 0) == 0) return true;
+      return false;
+    });
+    std::erase_if(ghosts_, [&](const Ghost& g) {
+      for (const std::string& d : gone_dirs)
+        if (g.path.rfind(d, 0) == 0) return true;
+      return false;
+    });
+    std::vector<std::shared_ptr<Node>> moved;
+    for (auto& [path, node] : nodes_)
+      if (node->path != node->durable_path) moved.push_back(node);
+    for (auto& node : moved) {
+      // Out of the way first: two files may swap names.
+      const std::string aside = node->path + ".power-loss-" + std::to_string(reinterpret_cast<uintptr_t>(node.get()));
+      fs::rename(node->path, aside, ec);
+      node->path = aside;
+    }
+    for (auto& node : moved) {
+      fs::rename(node->path, node->durable_path, ec);
+      node->path = node->durable_path;
+    }
+    for (auto& [path, node] : nodes_)
+      if (!node->dir && !node->foreign && fs::is_regular_file(node->path, ec) && fs::file_size(node->path, ec) > node->synced)
+        fs::resize_file(node->path, node->synced, ec);
+    for (const Ghost& g : ghosts_) {
+      if (fs::exists(g.path, ec)) continue;
+      auto f = target()->OpenFile(g.path, OpenMode::kCreateNew);
+      if (f.ok()) (*f)->Append(g.bytes.data(), g.bytes.size());
+    }
+    ghosts_.clear();
+    // What is left is durable; the next power loss starts from here.
+    std::map<std::string, std::shared_ptr<Node>> again;
+    for (auto& [path, node] : nodes_) {
+      node->path = node->durable_path;
+      again[node->path] = node;
+    }
+    nodes_ = std::move(again);
   }
 
-  // Bookkeeping for DropUnsyncedData (called by FaultFile).
-  void Track(const std::string& path, uint64_t synced_size) {
-    std::lock_guard<std::mutex> l(mu_);
-    synced_[path] = synced_size;
-  }
-  void TrackIfNew(const std::string& path, uint64_t size) {
-    std::lock_guard<std::mutex> l(mu_);
-    synced_.emplace(path, size);
-  }
   int count() const { return count_; }
   bool fired() const { return fired_; }
 
@@ -76,21 +129,135 @@ class FaultEnv : public EnvWrapper {
 
   Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) override;
   Result<std::unique_ptr<File>> CreateTempFile(const std::string& dir) override;
+
+  Status CreateDir(const std::string& path) override {
+    const bool existed = target()->IsDirectory(path);
+    CHUNKSTORE_RETURN_IF_ERROR(EnvWrapper::CreateDir(path));
+    std::lock_guard<std::mutex> l(mu_);
+    if (!existed && !nodes_.count(path)) nodes_[path] = std::make_shared<Node>(Node{path, "", 0, true, {}, false});
+    return Status::OK();
+  }
+
+  Status RemoveFile(const std::string& path) override {
+    std::lock_guard<std::mutex> l(mu_);
+    std::shared_ptr<Node> node = NodeAt(path);
+    CHUNKSTORE_RETURN_IF_ERROR(EnvWrapper::RemoveFile(path));
+    if (node) {
+      Bury(*node);
+      nodes_.erase(path);
+    }
+    return Status::OK();
+  }
+
   Status RenameFile(const std::string& from, const std::string& to) override {
     CHUNKSTORE_RETURN_IF_ERROR(Tick("rename"));
-    return EnvWrapper::RenameFile(from, to);
+    std::lock_guard<std::mutex> l(mu_);
+    std::shared_ptr<Node> moving = NodeAt(from);
+    std::shared_ptr<Node> replaced = NodeAt(to);
+    if (replaced) ReadSynced(*replaced);  // its bytes, while they are still there
+    CHUNKSTORE_RETURN_IF_ERROR(EnvWrapper::RenameFile(from, to));
+    if (replaced) {
+      Bury(*replaced);
+      nodes_.erase(to);
+    }
+    if (moving) {
+      nodes_.erase(from);
+      moving->path = to;
+      nodes_[to] = moving;
+    }
+    return Status::OK();
   }
+
   Status SyncDir(const std::string& path) override {
     CHUNKSTORE_RETURN_IF_ERROR(Tick("sync directory"));
     CHUNKSTORE_RETURN_IF_ERROR(EnvWrapper::SyncDir(path));
     std::lock_guard<std::mutex> l(mu_);
-    for (auto it = unsynced_entries_.begin(); it != unsynced_entries_.end();)
-      it = it->rfind(path + "/", 0) == 0 ? unsynced_entries_.erase(it) : std::next(it);
+    for (auto& [p, node] : nodes_) {
+      if (Parent(node->path) == path) node->durable_path = node->path;
+      else if (Parent(node->durable_path) == path) node->durable_path.clear();  // moved away
+    }
+    std::erase_if(ghosts_, [&](const Ghost& g) { return Parent(g.path) == path; });
     return Status::OK();
   }
 
  private:
   friend class FaultFile;
+  struct Node {
+    std::string path;          // where it is now
+    std::string durable_path;  // where power loss leaves it ("" = gone)
+    uint64_t synced = 0;       // bytes that survive power loss
+    bool dir = false;
+    std::string saved;         // its synced bytes, read just before a rename replaced it
+    // Written by someone else (SQLite): its bytes are durable whenever they
+    // are there, so power loss moves it but never cuts it.
+    bool foreign = false;         // its synced bytes, read just before a rename replaced it
+  };
+  // A removed file that power loss would bring back.
+  struct Ghost {
+    std::string path;
+    std::string bytes;
+  };
+
+  static std::string Parent(const std::string& path) {
+    const size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? std::string() : path.substr(0, slash);
+  }
+
+  // The node at path; a file that exists but was never seen through this
+  // Env is taken to be durable as it is. Called with mu_ held.
+  std::shared_ptr<Node> NodeAt(const std::string& path) {
+    auto it = nodes_.find(path);
+    if (it != nodes_.end()) return it->second;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return nullptr;
+    const bool dir = std::filesystem::is_directory(path, ec);
+    const uint64_t size = dir ? 0 : std::filesystem::file_size(path, ec);
+    auto node = std::make_shared<Node>(Node{path, path, size, dir, {}, true});
+    nodes_[path] = node;
+    return node;
+  }
+
+  void ReadSynced(Node& n) {
+    if (n.dir || n.durable_path.empty()) return;
+    auto f = target()->OpenFile(n.path, OpenMode::kRead);
+    if (!f.ok()) return;
+    if (n.foreign) {
+      auto size = (*f)->Size();
+      n.synced = size.ok() ? *size : 0;
+    }
+    n.saved.resize(n.synced);
+    size_t got = 0;
+    if (!(*f)->ReadAt(0, n.saved.size(), n.saved.data(), &got).ok()) got = 0;
+    n.saved.resize(got);
+  }
+
+  // A node leaves the name space; if its entry was durable, power loss
+  // brings its synced bytes back there.
+  void Bury(Node& n) {
+    if (n.dir || n.durable_path.empty()) return;
+    if (n.saved.empty() && (n.synced > 0 || n.foreign)) ReadSynced(n);
+    ghosts_.push_back({n.durable_path, std::move(n.saved)});
+  }
+
+  void Opened(const std::string& path, bool created) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (created) nodes_[path] = std::make_shared<Node>(Node{path, "", 0, false, {}, false});
+    else NodeAt(path);
+  }
+  std::shared_ptr<Node> Find(const std::string& path) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = nodes_.find(path);
+    return it == nodes_.end() ? nullptr : it->second;
+  }
+  void Synced(Node& n, uint64_t size) {
+    std::lock_guard<std::mutex> l(mu_);
+    n.synced = size;
+  }
+  void Truncated(Node& n, uint64_t size) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (n.synced > size) n.synced = size;
+  }
+
   std::atomic<int> count_{0};
   int fail_at_ = 0;
   bool no_space_ = false;
@@ -98,17 +265,15 @@ class FaultEnv : public EnvWrapper {
   bool crash_ = false;
   bool fired_ = false;
   std::mutex mu_;
-  std::map<std::string, uint64_t> synced_;   // path -> length at its last Sync
-  std::set<std::string> unsynced_entries_;   // created since their directory's last SyncDir
+  std::map<std::string, std::shared_ptr<Node>> nodes_;  // by current path
+  std::vector<Ghost> ghosts_;
 };
 
 class FaultFile : public File {
  public:
-  FaultFile(FaultEnv* env, std::unique_ptr<File> f, std::string path)
-      : env_(env), f_(std::move(f)), path_(std::move(path)) {
-    auto size = f_->Size();
-    if (!path_.empty() && size.ok()) env_->TrackIfNew(path_, *size);  // what was there is durable
-  }
+  // node is null for anonymous temporary files, which power loss ignores.
+  FaultFile(FaultEnv* env, std::unique_ptr<File> f, std::shared_ptr<FaultEnv::Node> node)
+      : env_(env), f_(std::move(f)), node_(std::move(node)) {}
   Status Append(const void* data, size_t n) override {
     Status s = env_->Tick("write");
     if (!s.ok()) {
@@ -124,38 +289,37 @@ class FaultFile : public File {
     CHUNKSTORE_RETURN_IF_ERROR(env_->Tick("sync"));
     CHUNKSTORE_RETURN_IF_ERROR(f_->Sync());
     auto size = f_->Size();
-    if (!path_.empty() && size.ok()) env_->Track(path_, *size);
+    if (node_ && size.ok()) env_->Synced(*node_, *size);
     return Status::OK();
   }
   void StartWriteBack() override { f_->StartWriteBack(); }
   Status Truncate(uint64_t size) override {
     CHUNKSTORE_RETURN_IF_ERROR(env_->Tick("truncate"));
-    return f_->Truncate(size);  // a cut is not durable until the next Sync
+    CHUNKSTORE_RETURN_IF_ERROR(f_->Truncate(size));
+    if (node_) env_->Truncated(*node_, size);  // a longer cut is not durable until the next Sync
+    return Status::OK();
   }
   Result<uint64_t> Size() const override { return f_->Size(); }
 
  private:
   FaultEnv* env_;
   std::unique_ptr<File> f_;
-  std::string path_;  // "" for anonymous temporary files
+  std::shared_ptr<FaultEnv::Node> node_;
 };
 
 inline Result<std::unique_ptr<File>> FaultEnv::CreateTempFile(const std::string& dir) {
   CHUNKSTORE_RETURN_IF_ERROR(Tick("create a temporary file"));
   Result<std::unique_ptr<File>> f = EnvWrapper::CreateTempFile(dir);
   if (!f.ok()) return f.status();
-  return std::unique_ptr<File>(new FaultFile(this, std::move(*f), ""));
+  return std::unique_ptr<File>(new FaultFile(this, std::move(*f), nullptr));
 }
 
 inline Result<std::unique_ptr<File>> FaultEnv::OpenFile(const std::string& path, OpenMode mode) {
   CHUNKSTORE_RETURN_IF_ERROR(Tick(mode == OpenMode::kCreateNew ? "create " + path : "open " + path));
   Result<std::unique_ptr<File>> f = EnvWrapper::OpenFile(path, mode);
   if (!f.ok()) return f.status();
-  if (mode == OpenMode::kCreateNew) {
-    std::lock_guard<std::mutex> l(mu_);
-    unsynced_entries_.insert(path);
-  }
-  return std::unique_ptr<File>(new FaultFile(this, std::move(*f), path));
+  Opened(path, mode == OpenMode::kCreateNew);
+  return std::unique_ptr<File>(new FaultFile(this, std::move(*f), Find(path)));
 }
 
 }  // namespace chunkstore::testing

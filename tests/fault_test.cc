@@ -212,6 +212,124 @@ TEST(FaultTest, BatchFailureAtEveryPointIsAllOrNothing) {
 #include "sqlite_fault_vfs.h"
 
 namespace chunkstore {
+// A second handle appends to the pack the first one wrote (it adopts the
+// pack after its committed length): what it appended must be on disk when
+// its publish returns, and the first publish's pack must have survived its
+// own rename from pack-X.pack.new.
+TEST(PowerLoss, PublishesIntoAnAdoptedPackSurvive) {
+  testing::TempDir dir;
+  testing::FaultEnv env(Env::Posix());
+  const auto a = RandomBytes(120000, 5), b = RandomBytes(130000, 6);
+  {
+    auto s = *Store::Open(dir / "s", FaultOptions(&env));
+    ASSERT_TRUE(s->PublishBytes(a.data(), a.size(), "a").ok());
+  }
+  {
+    auto s = *Store::Open(dir / "s", FaultOptions(&env));
+    ASSERT_TRUE(s->PublishBytes(b.data(), b.size(), "b").ok());
+  }
+  size_t packs = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir / "s/packs")) packs += e.path().extension() == ".pack";
+  ASSERT_EQ(packs, 1u) << "the second publish was meant to append to the first one's pack";
+  env.DropUnsyncedData();
+  auto s = *Store::Open(dir / "s", FaultOptions(&env));
+  auto got_a = testing::ReadObject(*s, "a");
+  ASSERT_TRUE(got_a.ok()) << got_a.status().ToString();
+  EXPECT_EQ(*got_a, a);
+  auto got_b = testing::ReadObject(*s, "b");
+  ASSERT_TRUE(got_b.ok()) << got_b.status().ToString();
+  EXPECT_EQ(*got_b, b);
+  auto v = s->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
+}
+
+// Fills a store with objects to keep and to drop, sharing one pack, and
+// removes the ones to drop, so that a gc compacts that pack.
+std::vector<std::vector<uint8_t>> StoreForCompaction(const std::string& path, Env* env) {
+  std::vector<std::vector<uint8_t>> keep;
+  auto s = *Store::Open(path, FaultOptions(env));
+  for (int i = 0; i < 3; ++i) {
+    keep.push_back(RandomBytes(100000, 70 + i));
+    EXPECT_TRUE(s->PublishBytes(keep[i].data(), keep[i].size(), "keep" + std::to_string(i)).ok());
+    const auto drop = RandomBytes(250000, 80 + i);
+    EXPECT_TRUE(s->PublishBytes(drop.data(), drop.size(), "drop" + std::to_string(i)).ok());
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(s->RemoveName("drop" + std::to_string(i)).ok());
+  return keep;
+}
+
+void ExpectKept(const std::string& path, Env* env, const std::vector<std::vector<uint8_t>>& keep,
+                const std::string& when) {
+  auto s = *Store::Open(path, FaultOptions(env));
+  for (size_t i = 0; i < keep.size(); ++i) {
+    auto got = testing::ReadObject(*s, "keep" + std::to_string(i));
+    ASSERT_TRUE(got.ok()) << when << ": " << got.status().ToString();
+    EXPECT_EQ(*got, keep[i]) << when;
+  }
+  auto v = s->Verify();
+  ASSERT_TRUE(v.ok()) << when;
+  EXPECT_FALSE(v->corrupt()) << when;
+}
+
+// gc copies the live records of a sparse pack into a new one, moves the
+// chunk rows and deletes the old pack: the copy must be durable before the
+// old one goes.
+TEST(PowerLoss, AGcCompactionSurvives) {
+  testing::TempDir dir;
+  testing::FaultEnv env(Env::Posix());
+  const auto keep = StoreForCompaction(dir / "s", &env);
+  {
+    auto s = *Store::Open(dir / "s", FaultOptions(&env));
+    auto r = s->Gc(testing::GcNow());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->packs_compacted, 1u);
+  }
+  env.DropUnsyncedData();
+  ExpectKept(dir / "s", &env, keep, "after gc and power loss");
+}
+
+// A gc that stops at any file operation, then power loss: nothing live is
+// lost, and a later gc finishes the work.
+TEST(PowerLoss, CrashAtEveryPointOfAGcThenPowerLoss) {
+  testing::TempDir dir;
+  std::vector<std::vector<uint8_t>> keep;
+  {
+    testing::FaultEnv env(Env::Posix());
+    keep = StoreForCompaction(dir / "template", &env);
+  }
+  int total = 0;
+  {
+    std::filesystem::copy(dir / "template", dir / "probe", std::filesystem::copy_options::recursive);
+    testing::FaultEnv env(Env::Posix());
+    auto s = *Store::Open(dir / "probe", FaultOptions(&env));
+    env.FailAt(0);
+    ASSERT_TRUE(s->Gc(testing::GcNow()).ok());
+    total = env.count();
+  }
+  ASSERT_GT(total, 3);
+  for (int n = 1; n <= total; ++n) {
+    const std::string path = dir / ("round" + std::to_string(n));
+    std::filesystem::copy(dir / "template", path, std::filesystem::copy_options::recursive);
+    testing::FaultEnv env(Env::Posix());  // fresh: the copy's files are durable as they are
+    {
+      auto s = *Store::Open(path, FaultOptions(&env));
+      env.CrashAt(n);
+      (void)s->Gc(testing::GcNow());
+      env.FailAt(0);
+    }
+    env.DropUnsyncedData();
+    ExpectKept(path, &env, keep, "gc crashed at " + std::to_string(n));
+    {
+      auto s = *Store::Open(path, FaultOptions(&env));
+      ASSERT_TRUE(s->Gc(testing::GcNow()).ok()) << "rerun after a crash at " << n;
+      EXPECT_EQ(s->Stats()->garbage_bytes, 0u) << "rerun after a crash at " << n;
+    }
+    ExpectKept(path, &env, keep, "rerun after a crash at " + std::to_string(n));
+    std::filesystem::remove_all(path);
+  }
+}
+
 namespace {
 
 // The index's own writes fail in turn: the publish reports an I/O error,

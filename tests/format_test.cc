@@ -117,6 +117,13 @@ TEST(Manifest, RejectsDamage) {
   EXPECT_TRUE(DecodeManifest(kObject, 0, zero.data(), zero.size()).status().IsCorruption());
   std::string huge = EncodeManifest(kObject, 0xffffffffu, {{Sha256::Of("a", 1), 0xffffffffu}});
   EXPECT_TRUE(DecodeManifest(kObject, 0xffffffffu, huge.data(), huge.size()).status().IsCorruption());
+  // A well-formed list, with a valid check, whose lengths do not add up to
+  // the object's size (written by a bug, or by someone who recomputed the
+  // check) would make a reader walk past its chunks.
+  std::string short_list = EncodeManifest(kObject, 100, {{Sha256::Of("a", 1), 60}, {Sha256::Of("b", 1), 30}});
+  auto sum = DecodeManifest(kObject, 100, short_list.data(), short_list.size());
+  ASSERT_TRUE(sum.status().IsCorruption());
+  EXPECT_NE(sum.status().message().find("sum to 90"), std::string::npos) << sum.status().message();
 }
 
 TEST(Compress, RandomDataIsLeftRaw) {

@@ -86,6 +86,83 @@ TEST_F(GcTest, ReclaimsRemovedObjectsAndKeepsTheRest) {
   EXPECT_EQ(again->bytes_reclaimed, 0u);
 }
 
+// An object stays while any version of any name points at it, not only a
+// latest one.
+TEST_F(GcTest, EveryVersionOfANameKeepsItsObject) {
+  const auto v1 = RandomBytes(200000, 31), v2 = RandomBytes(200000, 32), v3 = RandomBytes(3000, 33);
+  const std::string id1 = Put(v1, "w"), id2 = Put(v2, "w");
+  ASSERT_TRUE(store_->Tag(id1, "other").ok());
+  ASSERT_TRUE(store_->Tag(id2, "other").ok());  // other@1 is v1 too; the latest of both is not
+  Put(v3, "w");
+  auto gc = store_->Gc(GcNow());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->objects_removed, 0u);
+  EXPECT_EQ(gc->chunks_removed, 0u);
+  Reopen();
+  for (const auto& [ref, want] : std::vector<std::pair<std::string, const std::vector<uint8_t>*>>{
+           {"w@1", &v1}, {"w@2", &v2}, {"w@3", &v3}, {"w", &v3}, {"other@1", &v1}, {"other", &v2}}) {
+    auto got = ReadObject(*store_, ref);
+    ASSERT_TRUE(got.ok()) << ref << ": " << got.status().ToString();
+    EXPECT_EQ(*got, *want) << ref;
+  }
+  EXPECT_EQ(store_->History("w")->size(), 3u);
+  auto v = store_->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->problems.empty());
+}
+
+// gc never guesses what a damaged manifest needs: it stops, naming the
+// object, before it removes any object, chunk or pack.
+TEST_F(GcTest, ADamagedManifestStopsGcBeforeItFreesAnything) {
+  const auto a = RandomBytes(300000, 41), b = RandomBytes(300000, 42);
+  const std::string ida = Put(a, "a");
+  Put(b, "b");
+  ASSERT_TRUE(store_->RemoveName("b").ok());  // b is garbage now
+  store_.reset();
+  const std::string where = " WHERE hex(id) = upper('" + ida.substr(7) + "')";
+  const std::string counts = "SELECT count(*) FROM objects; SELECT count(*) FROM chunks; SELECT count(*) FROM packs";
+  const std::string before = testing::Sql(dir_ / "s", counts);
+  ASSERT_EQ(testing::Sql(dir_ / "s", "SELECT chunk_count > 1 FROM objects" + where), "1");
+  testing::Sql(dir_ / "s", "UPDATE objects SET manifest = zeroblob(length(manifest))" + where);
+  const uint64_t pack_bytes = DirBytes(dir_ / "s/packs");
+  Reopen();
+  auto gc = store_->Gc(GcNow());
+  ASSERT_FALSE(gc.ok());
+  EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
+  EXPECT_EQ(gc.status().object_id(), ida);
+  store_.reset();
+  EXPECT_EQ(testing::Sql(dir_ / "s", counts), before);
+  EXPECT_EQ(DirBytes(dir_ / "s/packs"), pack_bytes);
+}
+
+// Compaction copies records as they are stored; one that fails its checks
+// is never copied, and its pack stays, as it was, for verify to report.
+TEST_F(GcTest, ADamagedRecordStopsTheCompactionOfItsPack) {
+  const auto keep = RandomBytes(60000, 51), drop = RandomBytes(300000, 52);
+  const std::string id = Put(keep, "keep");
+  Put(drop, "drop");
+  ASSERT_TRUE(store_->RemoveName("drop").ok());
+  const auto chunks = *store_->Chunks(id);
+  store_.reset();
+  testing::FlipPackByte(dir_ / "s", 16 + 64 + 100);  // inside the first record's payload
+  std::map<std::string, std::vector<uint8_t>> packs_before;
+  for (auto& e : std::filesystem::directory_iterator(dir_ / "s/packs"))
+    packs_before[e.path().filename()] = testing::ReadFile(e.path());
+  Reopen();
+  auto gc = store_->Gc(GcNow());
+  ASSERT_FALSE(gc.ok()) << "gc compacted a pack holding a damaged record";
+  EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
+  EXPECT_EQ(gc.status().chunk_id(), chunks[0].id);
+  std::map<std::string, std::vector<uint8_t>> packs_after;
+  for (auto& e : std::filesystem::directory_iterator(dir_ / "s/packs"))
+    if (e.path().extension() == ".pack" && packs_before.count(e.path().filename()))
+      packs_after[e.path().filename()] = testing::ReadFile(e.path());
+  EXPECT_EQ(packs_after, packs_before);
+  auto v = store_->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->corrupt());
+}
+
 TEST_F(GcTest, DeletesWhollyDeadPacksAndSharedChunksSurvive) {
   const auto base = RandomBytes(300000, 5);
   auto edited = base;

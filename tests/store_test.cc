@@ -282,6 +282,54 @@ TEST_P(StoreTest, CompressibleDataIsStoredCompressed) {
   EXPECT_EQ(std::string(back->begin(), back->end()), text);
 }
 
+// Compressible chunks of every size the reader treats apart: small ones
+// (record header and payload in one read), ones of 64 KiB and more (the
+// payload read on its own and inflated from a scratch buffer) and the
+// largest, each one chunk of its own object, read back whole, by ranges and
+// through a second handle.
+TEST_P(StoreTest, CompressedChunksOfEverySizeReadBack) {
+  Options o;
+  o.chunking.min_size = 1 << 20;  // every object below is a single chunk
+  o.chunking.avg_size = 2 << 20;
+  o.chunking.max_size = 4 << 20;
+  auto store = Open(o);
+  const size_t sizes[] = {600, 4096, 65535 - 64, 65536, 65600, 300000, 1 << 20};
+  std::vector<std::pair<std::string, std::string>> published;
+  for (size_t size : sizes) {
+    std::string text;
+    for (size_t i = 0; text.size() < size; ++i) text += "record " + std::to_string(i * 7919 % 10007) + ";";
+    text.resize(size);
+    auto r = store->PublishBytes(text.data(), text.size());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->chunks, 1u) << size;
+    EXPECT_LT(r->new_bytes, size) << size;
+    auto info = store->Stat(r->id);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->compressed_chunks, 1u) << size << " bytes were meant to be stored compressed";
+    published.emplace_back(r->id, std::move(text));
+  }
+  auto check = [&](Store& s) {
+    for (const auto& [id, text] : published) {
+      auto whole = ReadObject(s, id);
+      ASSERT_TRUE(whole.ok()) << text.size() << ": " << whole.status().ToString();
+      EXPECT_TRUE(std::equal(whole->begin(), whole->end(), text.begin(), text.end())) << text.size();
+      auto reader = s.OpenReader(id);
+      ASSERT_TRUE(reader.ok());
+      for (uint64_t at : {uint64_t{0}, uint64_t{1}, text.size() / 2, text.size() - 1}) {
+        char buf[100];
+        auto n = (*reader)->ReadAt(at, buf, sizeof buf);
+        ASSERT_TRUE(n.ok()) << text.size() << " at " << at << ": " << n.status().ToString();
+        EXPECT_EQ(std::string(buf, *n), text.substr(at, sizeof buf)) << text.size() << " at " << at;
+      }
+    }
+  };
+  check(*store);
+  if (!GetParam()) {  // a directory store: again through a fresh handle
+    store.reset();
+    check(*Open(o));
+  }
+}
+
 TEST_P(StoreTest, NamesAndVersions) {
   auto store = Open();
   auto a = store->PublishBytes("one", 3, "doc");

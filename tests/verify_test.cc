@@ -105,6 +105,19 @@ TEST_F(VerifyTest, OrphanPackIsOnlyAWarning) {
   EXPECT_FALSE(r->corrupt());
 }
 
+// Removing an object drops the names that point at it, so a name version
+// left pointing at nothing is damage, reported with the name and version.
+TEST_F(VerifyTest, ANameVersionWhoseObjectIsGoneIsDamage) {
+  testing::Sql(dir_ / "s", "DELETE FROM objects WHERE hex(id) = upper('" + other_.substr(7) + "')");
+  auto r = Open()->Verify();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->corrupt());
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].kind, "dangling-name");
+  EXPECT_EQ(r->problems[0].object_id, other_);
+  EXPECT_NE(r->problems[0].message.find("name b@1"), std::string::npos) << r->problems[0].message;
+}
+
 TEST_F(VerifyTest, UnknownRefIsAnError) {
   VerifyOptions o;
   o.refs = {"nope"};

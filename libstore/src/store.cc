@@ -45,13 +45,16 @@ Status internal::CreateIndexFile(Env* env, const std::string& dir, const StoreMe
   return Status::OK();
 }
 
-Status internal::CreateDirs(Env* env, const std::string& dir) {
+Status internal::CreateDirs(Env* env, const std::string& dir, bool sync) {
   if (env->IsDirectory(dir)) return Status::OK();
   const size_t slash = dir.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) {
-    CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, dir.substr(0, slash)));
-  }
-  return env->CreateDir(dir);
+  const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+  if (slash != std::string::npos && slash > 0) CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, parent, sync));
+  CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(dir));
+  // A new directory's entry is in its parent, which is not synced by
+  // anything the store does later: without this, power loss could take a
+  // whole new store, acknowledged publishes included.
+  return sync ? env->SyncDir(parent) : Status::OK();
 }
 
 Status ValidateName(const std::string& name) {
@@ -122,7 +125,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Opti
 
   if (!env->FileExists(dir)) {
     if (!options.create_if_missing) return Status::NotFound("no store at " + dir);
-    CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, dir));
+    CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, dir, options.sync));
   }
   if (!env->IsDirectory(dir)) return Status::InvalidArgument(dir + " is not a directory");
 

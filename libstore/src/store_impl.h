@@ -275,8 +275,9 @@ namespace internal {
 
 // Threads for ingest and reads: options.threads, else one per core.
 unsigned ThreadCount(const Options& o);
-// Creates dir and any missing parents.
-Status CreateDirs(Env* env, const std::string& dir);
+// Creates dir and any missing parents; with sync, each new directory's
+// entry is made durable in its parent.
+Status CreateDirs(Env* env, const std::string& dir, bool sync = false);
 // Creates dir/index.db for meta, atomically (built aside, then renamed).
 Status CreateIndexFile(Env* env, const std::string& dir, const StoreMeta& meta,
                        const Options& options);

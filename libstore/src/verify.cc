@@ -57,6 +57,27 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
     }
   }
 
+  // Name versions that point at no object: nothing the store does leaves
+  // one (removing an object drops its names), so each is damage.
+  if (whole) {
+    std::lock_guard<std::mutex> l(impl->db_mu);
+    Query q(impl->index->db(),
+            "SELECT n.name, n.version, n.object FROM names n LEFT JOIN objects o ON o.id = n.object "
+            "WHERE o.id IS NULL ORDER BY n.name, n.version");
+    if (!q.ok()) return impl->index->Error("verify cannot list names");
+    int rc;
+    while ((rc = q.use().Step()) == SQLITE_ROW) {
+      const std::string name = q.use().ColText(0);
+      const int64_t version = q.use().ColInt(1);
+      Digest d;
+      const bool well_formed = q.use().ColId(2, &d);
+      problem("dangling-name", well_formed ? d.ObjectId() : "", "", "", 0,
+              "name " + name + "@" + std::to_string(version) + " points at " +
+                  (well_formed ? "an object the store does not have" : "a malformed object id"));
+    }
+    if (rc != SQLITE_DONE) return impl->index->Error("verify cannot list names");
+  }
+
   std::map<Digest, ChunkToCheck> chunks;  // ordered by id; sorted by place below
   for (const ObjectRow& o : objects) {
     ++report.objects_checked;

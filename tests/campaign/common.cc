@@ -20,8 +20,12 @@ void JournalAppend(const std::string& path, const std::string& line) {
 std::vector<std::string> ReadLines(const std::string& path) {
   std::vector<std::string> out;
   std::ifstream f(path);
-  for (std::string line; std::getline(f, line);)
+  for (std::string line; std::getline(f, line);) {
+    // A line without its newline is still being written by another
+    // process (or was cut off by a kill): it is not in the journal yet.
+    if (f.eof()) break;
     if (!line.empty()) out.push_back(line);
+  }
   return out;
 }
 

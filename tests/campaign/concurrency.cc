@@ -36,6 +36,7 @@ struct Entry {
 std::vector<Entry> Registry(const std::string& dir, std::set<std::string>* removed) {
   std::vector<Entry> out;
   for (const auto& line : ReadLines(dir + "/registry")) {
+    if (line.size() < 3 || line[1] != ' ') Die("malformed registry line: " + line);
     std::istringstream in(line.substr(2));
     if (line[0] == 'P') {
       Entry e;

@@ -102,6 +102,7 @@ struct VerifyOptions {
 struct VerifyProblem {
   std::string kind;       // "corrupt-chunk", "missing-chunk", "bad-manifest", "bad-inline",
                           // "missing-pack", "short-pack", "bad-pack-header",
+                          // "dangling-name" (a name version whose object is gone),
                           // "orphan-pack" (a warning only)
   std::string object_id;  // may be empty
   std::string chunk_id;   // may be empty
