@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include "chunkstore/chunker.h"
-#include "compress.h"
-#include "digest.h"
-#include "index.h"
-#include "manifest.h"
-#include "pack_format.h"
-#include "sha256_pair.h"
+#include "format/compress.h"
+#include "hash/digest.h"
+#include "index/index.h"
+#include "format/manifest.h"
+#include "format/pack_format.h"
+#include "hash/sha256_pair.h"
 
 namespace {
 

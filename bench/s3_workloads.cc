@@ -8,7 +8,7 @@
 #include <random>
 
 #include "chunkstore/store.h"
-#include "s3_blob_store.h"
+#include "backend/s3/s3_blob_store.h"
 #include "workloads.h"
 
 namespace bench {

@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "chunkstore/store.h"
-#include "compress.h"
-#include "digest.h"
-#include "random_bytes.h"
+#include "format/compress.h"
+#include "hash/digest.h"
+#include "base/random_bytes.h"
 
 namespace bench {
 

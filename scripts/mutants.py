@@ -109,6 +109,11 @@ def main():
     elif args.quick:
         mutants = [m for m in mutants if m["quick"]]
     os.makedirs(args.scratch, exist_ok=True)
+    # What is tested is the tree as copied now, whatever changes later.
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip())
     src = sync_tree(args.scratch)
     build = os.path.join(args.scratch, "build")
     log = os.path.join(args.scratch, "mutants.log")
@@ -151,10 +156,6 @@ def main():
     run(["cmake", "--build", build, "-j", jobs], ROOT, log)  # leave the scratch build unmutated
     caught = sum(r["verdict"] == "caught" for r in results)
     bad = [r for r in results if r["verdict"] != "caught"]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip())
     summary = {"commit": commit + ("+changes" if dirty else ""), "date": time.strftime("%Y-%m-%d"),
                "mutants": len(results), "caught": caught, "seconds": round(time.time() - t0),
                "results": results}

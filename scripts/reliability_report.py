@@ -42,7 +42,7 @@ there too.
     parts.append("""## Fault injection
 
 All pack, spill and lock-file I/O goes through `Env` (`libstore/include/chunkstore/env.h`).
-The tests wrap it (`tests/fault_env.h`) to fail the N-th write, fsync,
+The tests wrap it (`tests/support/fault_env.h`) to fail the N-th write, fsync,
 truncate, create, rename or directory sync with EIO or ENOSPC, or to make a
 write short (half written, then failing). For every N across a publish
 (`FaultTest.*`), a gc (`GcTest.FailureAtEveryStepLosesNothingAndARerunFinishes`)
@@ -61,7 +61,7 @@ run, after a crash at every point of a publish, after a publish that
 appends to a pack another handle created, after a gc compaction, and after
 a crash at every point of a gc; each time everything acknowledged must
 read back and verify. SQLite's
-own files are reached through a VFS shim (`tests/sqlite_fault_vfs.h`) that
+own files are reached through a VFS shim (`tests/support/sqlite_fault_vfs.h`) that
 fails the N-th write, sync or truncate of the index with an I/O error or
 "disk full" (`SqliteFaults.*`), with the same checks, including a retry on
 the same store handle.

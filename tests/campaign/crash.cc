@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "common.h"
-#include "digest.h"
+#include "hash/digest.h"
 #include "payload.h"
 
 namespace campaign {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../chunker_reference.h"
+#include "../support/chunker_reference.h"
 #include "chunkstore/chunker.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "bucket.h"
-#include "digest.h"
+#include "bucket/bucket.h"
+#include "hash/digest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace chunkstore::internal;

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "manifest.h"
+#include "format/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace chunkstore::internal;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "pack_format.h"
+#include "format/pack_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace chunkstore::internal;

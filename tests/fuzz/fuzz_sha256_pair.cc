@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "sha256_pair.h"
+#include "hash/sha256_pair.h"
 
 namespace {
 

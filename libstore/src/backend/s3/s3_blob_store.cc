@@ -1,0 +1,613 @@
+// S3BlobStore: blobs as objects in an S3 bucket (see s3_blob_store.h).
+//
+// Every request is signed with the payload's SHA-256, so the service
+// rejects a body damaged on the way. Each thread keeps its own curl handle
+// and with it a kept-alive connection; readers fetch chunks from several
+// threads at once.
+#include "backend/s3/s3_blob_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <future>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "chunkstore/env.h"
+#include "backend/s3/curl_api.h"
+#include "backend/s3/sigv4.h"
+
+namespace chunkstore::internal {
+
+namespace {
+
+// Parts of a multipart upload; blobs up to this size go in one PUT.
+constexpr uint64_t kPartSize = 16ull << 20;
+constexpr int kPartsInFlight = 3;
+
+std::string GetEnv(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// libcurl's functions; only called once NewS3BlobStore has loaded them.
+const CurlApi& Api() { return **Curl(); }
+
+struct CurlHandle {
+  CURL* h = nullptr;
+  CurlHandle() { h = Api().easy_init(); }
+  ~CurlHandle() {
+    if (h) Api().easy_cleanup(h);
+  }
+};
+
+CURL* ThreadHandle() {
+  thread_local CurlHandle handle;
+  return handle.h;
+}
+
+std::string AmzDate() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+// "2026-11-30T13:31:43.705Z" -> unix seconds (0 if malformed).
+int64_t ParseIsoTime(const std::string& s) {
+  std::tm tm{};
+  if (!strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return 0;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+std::string XmlUnescape(std::string s) {
+  static const std::pair<const char*, char> kEntities[] = {
+      {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}, {"&amp;", '&'}};
+  for (const auto& [ent, ch] : kEntities) {
+    size_t pos = 0;
+    const size_t len = std::strlen(ent);
+    while ((pos = s.find(ent, pos)) != std::string::npos) {
+      s.replace(pos, len, 1, ch);
+      ++pos;
+    }
+  }
+  return s;
+}
+
+// The text of the first <tag>…</tag> in xml at or after *pos (advanced past
+// it); nullopt when there is none. Enough for S3's flat responses.
+std::optional<std::string> XmlTag(const std::string& xml, const std::string& tag, size_t* pos) {
+  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
+  const size_t b = xml.find(open, *pos);
+  if (b == std::string::npos) return std::nullopt;
+  const size_t e = xml.find(close, b + open.size());
+  if (e == std::string::npos) return std::nullopt;
+  *pos = e + close.size();
+  return XmlUnescape(xml.substr(b + open.size(), e - b - open.size()));
+}
+
+std::string XmlTag(const std::string& xml, const std::string& tag) {
+  size_t pos = 0;
+  return XmlTag(xml, tag, &pos).value_or("");
+}
+
+struct Request {
+  std::string method = "GET";
+  std::string key;  // full object key; empty for the bucket itself
+  std::vector<std::pair<std::string, std::string>> query;
+  const uint8_t* body = nullptr;
+  size_t body_len = 0;
+  std::string range;  // "bytes=a-b"
+  // Ranged GETs land here; everything else (and error bodies) in
+  // Response::body.
+  uint8_t* out = nullptr;
+  size_t out_cap = 0;
+};
+
+struct Response {
+  long status = 0;
+  std::string body;
+  size_t out_len = 0;
+  std::string etag;
+  uint64_t content_length = 0;
+};
+
+struct Transfer {
+  const Request* req;
+  Response* resp;
+  CURL* h;
+  size_t sent = 0;
+};
+
+size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nmemb;
+  long code = 0;
+  Api().easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
+  if (t->req->out && code == 206) {
+    const size_t room = t->req->out_cap - t->resp->out_len;
+    const size_t take = std::min(room, n);
+    std::memcpy(t->req->out + t->resp->out_len, data, take);
+    t->resp->out_len += take;
+    return n;
+  }
+  t->resp->body.append(data, n);
+  return n;
+}
+
+size_t OnRead(char* buf, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = std::min(size * nmemb, t->req->body_len - t->sent);
+  std::memcpy(buf, t->req->body + t->sent, n);
+  t->sent += n;
+  return n;
+}
+
+int OnSeek(void* user, curl_off_t offset, int origin) {
+  auto* t = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > t->req->body_len)
+    return CURL_SEEKFUNC_CANTSEEK;
+  t->sent = static_cast<size_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nmemb;
+  std::string line(data, n);
+  const size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+      value.pop_back();
+    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    if (name == "etag") t->resp->etag = value;
+    if (name == "content-length") t->resp->content_length = std::strtoull(value.c_str(), nullptr, 10);
+  }
+  return n;
+}
+
+class S3BlobStore final : public BlobStore {
+ public:
+  S3BlobStore(S3Location where, S3Options opts) : where_(std::move(where)), opts_(std::move(opts)) {
+    path_style_ = !opts_.endpoint.empty();
+    if (path_style_) {
+      base_ = opts_.endpoint;
+      while (!base_.empty() && base_.back() == '/') base_.pop_back();
+      const size_t scheme = base_.find("://");
+      host_ = scheme == std::string::npos ? base_ : base_.substr(scheme + 3);
+      host_ = host_.substr(0, host_.find('/'));
+    } else {
+      host_ = where_.bucket + ".s3." + opts_.region + ".amazonaws.com";
+      base_ = "https://" + host_;
+    }
+  }
+
+  Status CreateBucketIfMissing() {
+    Request r;
+    r.method = "HEAD";
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+    if (resp.status == 200) return Status::OK();
+    if (resp.status != 404) return Failure(r, resp);
+    Request c;
+    c.method = "PUT";
+    std::string config;
+    if (opts_.region != "us-east-1") {
+      config = "<CreateBucketConfiguration><LocationConstraint>" + opts_.region +
+               "</LocationConstraint></CreateBucketConfiguration>";
+      c.body = reinterpret_cast<const uint8_t*>(config.data());
+      c.body_len = config.size();
+    }
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(c, &resp));
+    if (resp.status == 200 || XmlTag(resp.body, "Code") == "BucketAlreadyOwnedByYou")
+      return Status::OK();
+    return Failure(c, resp);
+  }
+
+  Status Put(const std::string& key, const void* data, size_t n) override {
+    Request r;
+    r.method = "PUT";
+    r.key = Full(key);
+    r.body = static_cast<const uint8_t*>(data);
+    r.body_len = n;
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+    if (resp.status != 200) return Failure(r, resp);
+    return Status::OK();
+  }
+
+  Status PutFile(const std::string& key, const File& file, uint64_t size) override {
+    if (size <= kPartSize) {
+      std::vector<uint8_t> buf(size);
+      CHUNKSTORE_RETURN_IF_ERROR(ReadWhole(file, 0, &buf));
+      return Put(key, buf.data(), buf.size());
+    }
+    return PutMultipart(key, file, size);
+  }
+
+  Status GetRange(const std::string& key, uint64_t offset, size_t n, void* buf,
+                  size_t* got) override {
+    *got = 0;
+    if (n == 0) return Status::OK();
+    Request r;
+    r.key = Full(key);
+    r.range = "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + n - 1);
+    r.out = static_cast<uint8_t*>(buf);
+    r.out_cap = n;
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+    if (resp.status == 416) return Status::OK();  // offset at or past the end
+    if (resp.status == 206) {
+      *got = resp.out_len;
+      return Status::OK();
+    }
+    if (resp.status == 200) {  // the whole blob: the service ignored the range
+      if (offset < resp.body.size()) {
+        *got = std::min<size_t>(n, resp.body.size() - offset);
+        std::memcpy(buf, resp.body.data() + offset, *got);
+      }
+      return Status::OK();
+    }
+    return Failure(r, resp);
+  }
+
+  Result<std::string> Get(const std::string& key) override {
+    Request r;
+    r.key = Full(key);
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+    if (resp.status != 200) return Failure(r, resp);
+    return std::move(resp.body);
+  }
+
+  Result<uint64_t> Size(const std::string& key) override {
+    Request r;
+    r.method = "HEAD";
+    r.key = Full(key);
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+    if (resp.status != 200) return Failure(r, resp);
+    return resp.content_length;
+  }
+
+  Result<std::vector<BlobInfo>> List(const std::string& prefix,
+                                     const std::string& start_after) override {
+    std::vector<BlobInfo> out;
+    std::string token;
+    const std::string full_prefix = Full(prefix);
+    for (;;) {
+      Request r;
+      r.query = {{"list-type", "2"}, {"prefix", full_prefix}};
+      if (!token.empty()) r.query.emplace_back("continuation-token", token);
+      else if (!start_after.empty()) r.query.emplace_back("start-after", Full(start_after));
+      Response resp;
+      CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+      if (resp.status != 200) return Failure(r, resp);
+      size_t pos = 0;
+      while (std::optional<std::string> item = XmlTag(resp.body, "Contents", &pos)) {
+        BlobInfo b;
+        b.key = XmlTag(*item, "Key");
+        if (b.key.size() < root_len()) continue;
+        b.key = b.key.substr(root_len());
+        b.size = std::strtoull(XmlTag(*item, "Size").c_str(), nullptr, 10);
+        b.modified = ParseIsoTime(XmlTag(*item, "LastModified"));
+        out.push_back(std::move(b));
+      }
+      if (XmlTag(resp.body, "IsTruncated") != "true") break;
+      token = XmlTag(resp.body, "NextContinuationToken");
+      if (token.empty()) break;
+    }
+    return out;
+  }
+
+  Status Delete(const std::string& key) override {
+    Request r;
+    r.method = "DELETE";
+    r.key = Full(key);
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+    if (resp.status == 204 || resp.status == 200 || resp.status == 404) return Status::OK();
+    return Failure(r, resp);
+  }
+
+  std::string Describe() const override {
+    return "s3://" + where_.bucket + (where_.prefix.empty() ? "" : "/" + where_.prefix);
+  }
+
+ private:
+  size_t root_len() const { return where_.prefix.empty() ? 0 : where_.prefix.size() + 1; }
+  std::string Full(const std::string& key) const {
+    return where_.prefix.empty() ? key : where_.prefix + "/" + key;
+  }
+
+  static Status ReadWhole(const File& file, uint64_t offset, std::vector<uint8_t>* buf) {
+    size_t got = 0;
+    CHUNKSTORE_RETURN_IF_ERROR(file.ReadAt(offset, buf->size(), buf->data(), &got));
+    if (got != buf->size()) return Status::IOError("the file to upload is shorter than expected");
+    return Status::OK();
+  }
+
+  // A multipart upload lives on the service between its start and its
+  // completion. A gateway that restarts in between may forget it: a part or
+  // the completion is then answered with an error (NoSuchUpload, or 5xx
+  // until the request-level retries are spent) although the service is up
+  // again. The parts are then of no use, so the upload starts over once,
+  // from the file. A service that cannot be reached, or that refuses the
+  // credentials, fails the upload as any other request does.
+  Status PutMultipart(const std::string& key, const File& file, uint64_t size) {
+    bool answered = false;
+    Status s = PutMultipartOnce(key, file, size, &answered);
+    if (s.ok() || !answered || s.IsPermissionDenied()) return s;
+    Status again = PutMultipartOnce(key, file, size, &answered);
+    if (again.ok() || again.IsPermissionDenied()) return again;
+    return Status::IOError(again.message() + " (the upload was started over once; the first time: " +
+                           s.message() + ")");
+  }
+
+  // *answered: whether a part or the completion of the started upload got
+  // an error answer from the service (not a transport failure).
+  Status PutMultipartOnce(const std::string& key, const File& file, uint64_t size, bool* answered) {
+    *answered = false;
+    Request init;
+    init.method = "POST";
+    init.key = Full(key);
+    init.query = {{"uploads", ""}};
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(init, &resp));
+    if (resp.status != 200) return Failure(init, resp);
+    const std::string upload_id = XmlTag(resp.body, "UploadId");
+    if (upload_id.empty()) return Status::IOError(Describe() + ": no UploadId in the answer to a multipart upload");
+    const size_t parts = static_cast<size_t>((size + kPartSize - 1) / kPartSize);
+    std::vector<std::string> etags(parts);
+    std::vector<std::future<Status>> inflight;
+    std::atomic<bool> part_answered{false};
+    Status failed;
+    auto collect = [&](size_t keep) {
+      while (inflight.size() > keep) {
+        Status s = inflight.front().get();
+        inflight.erase(inflight.begin());
+        if (failed.ok() && !s.ok()) failed = s;
+      }
+    };
+    for (size_t i = 0; i < parts && failed.ok(); ++i) {
+      collect(kPartsInFlight - 1);
+      inflight.push_back(std::async(std::launch::async, [&, i]() -> Status {
+        const uint64_t off = i * kPartSize;
+        std::vector<uint8_t> buf(static_cast<size_t>(std::min(kPartSize, size - off)));
+        CHUNKSTORE_RETURN_IF_ERROR(ReadWhole(file, off, &buf));
+        Request part;
+        part.method = "PUT";
+        part.key = Full(key);
+        part.query = {{"partNumber", std::to_string(i + 1)}, {"uploadId", upload_id}};
+        part.body = buf.data();
+        part.body_len = buf.size();
+        Response pr;
+        CHUNKSTORE_RETURN_IF_ERROR(Perform(part, &pr));
+        if (pr.status != 200) {
+          part_answered = true;
+          return Failure(part, pr);
+        }
+        etags[i] = pr.etag;
+        return Status::OK();
+      }));
+    }
+    collect(0);
+    *answered = part_answered;
+    if (failed.ok()) {
+      std::string xml = "<CompleteMultipartUpload>";
+      for (size_t i = 0; i < parts; ++i)
+        xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags[i] +
+               "</ETag></Part>";
+      xml += "</CompleteMultipartUpload>";
+      Request done;
+      done.method = "POST";
+      done.key = Full(key);
+      done.query = {{"uploadId", upload_id}};
+      done.body = reinterpret_cast<const uint8_t*>(xml.data());
+      done.body_len = xml.size();
+      Response dr;
+      failed = Perform(done, &dr);
+      // A 200 may still carry an <Error> body (the service failed late).
+      if (failed.ok() && (dr.status != 200 || dr.body.find("<Error>") != std::string::npos)) {
+        *answered = true;
+        failed = Failure(done, dr);
+      }
+      if (failed.ok()) return Status::OK();
+    }
+    Request abort;
+    abort.method = "DELETE";
+    abort.key = Full(key);
+    abort.query = {{"uploadId", upload_id}};
+    Response ar;
+    Perform(abort, &ar);  // best effort; gc's orphan rule covers the rest
+    return failed;
+  }
+
+  // An error answer as a Status: NotFound, PermissionDenied or IOError,
+  // with the service's code and message.
+  Status Failure(const Request& r, const Response& resp) const {
+    const std::string code = XmlTag(resp.body, "Code");
+    std::string msg = XmlTag(resp.body, "Message");
+    const std::string what = r.method + " " + (r.key.empty() ? "s3://" + where_.bucket
+                                                             : "s3://" + where_.bucket + "/" + r.key);
+    std::string detail = "HTTP " + std::to_string(resp.status);
+    if (!code.empty()) detail += " " + code;
+    if (!msg.empty()) detail += ": " + msg;
+    if (resp.status == 404) {
+      if (code == "NoSuchBucket" || (r.key.empty() && code.empty()))
+        return Status::NotFound("bucket " + where_.bucket + " does not exist at " + base_ + " (" +
+                                detail + ")");
+      return Status::NotFound("no blob " + what.substr(what.find(' ') + 1) + " (" + detail + ")");
+    }
+    if (resp.status == 403 || resp.status == 401)
+      return Status::PermissionDenied(
+          what + " was refused (" + detail +
+          "); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's permissions");
+    return Status::IOError(what + " failed (" + detail + ")");
+  }
+
+  static bool Retryable(CURLcode rc) {
+    switch (rc) {
+      case CURLE_COULDNT_CONNECT:
+      case CURLE_OPERATION_TIMEDOUT:
+      case CURLE_SEND_ERROR:
+      case CURLE_RECV_ERROR:
+      case CURLE_GOT_NOTHING:
+      case CURLE_PARTIAL_FILE:
+      case CURLE_SSL_CONNECT_ERROR:
+      case CURLE_COULDNT_RESOLVE_HOST:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Sends the request, retrying transport failures and 5xx/429 answers
+  // with backoff. OK means an HTTP answer arrived (any status).
+  Status Perform(const Request& req, Response* resp) const {
+    const std::string payload_hash = Sha256Hex(req.body, req.body_len);
+    std::string path = "/";
+    if (path_style_) path += UriEncode(where_.bucket, false) + (req.key.empty() ? "" : "/");
+    path += UriEncode(req.key, true);
+    const std::string query = CanonicalQuery(req.query);
+    const std::string url = base_ + path + (query.empty() ? "" : "?" + query);
+    thread_local std::mt19937 jitter(std::random_device{}());
+    std::string last_error;
+    const int attempts = std::max(1, opts_.max_attempts);
+    for (int attempt = 0; attempt < attempts; ++attempt) {
+      if (attempt > 0) {
+        const int base_ms = std::min(200 << std::min(attempt - 1, 5), 5000);
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(base_ms / 2 + static_cast<int>(jitter() % (base_ms / 2 + 1))));
+      }
+      *resp = Response{};
+      CURL* h = ThreadHandle();
+      if (!h) return Status::IOError("cannot create a curl handle");
+      Api().easy_reset(h);
+      SigV4Request sr;
+      sr.method = req.method;
+      sr.canonical_uri = path;
+      sr.query = req.query;
+      sr.payload_sha256 = payload_hash;
+      sr.amz_date = AmzDate();
+      sr.headers = {{"host", host_}, {"x-amz-content-sha256", payload_hash}, {"x-amz-date", sr.amz_date}};
+      if (!req.range.empty()) sr.headers.emplace_back("range", req.range);
+      if (!opts_.session_token.empty())
+        sr.headers.emplace_back("x-amz-security-token", opts_.session_token);
+      const std::string auth = SignV4(sr, {opts_.access_key, opts_.secret_key, opts_.region});
+      curl_slist* headers = nullptr;
+      for (const auto& [name, value] : sr.headers)
+        if (name != "host") headers = Api().slist_append(headers, (name + ": " + value).c_str());
+      headers = Api().slist_append(headers, ("Authorization: " + auth).c_str());
+      headers = Api().slist_append(headers, "Expect:");
+      if (req.method == "PUT" || req.method == "POST")
+        headers = Api().slist_append(headers, "Content-Type: application/octet-stream");
+      Transfer t{&req, resp, h};
+      Api().easy_setopt(h, CURLOPT_URL, url.c_str());
+      Api().easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+      Api().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+      Api().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+      Api().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      Api().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(opts_.stall_timeout_ms / 1000)));
+      Api().easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
+      Api().easy_setopt(h, CURLOPT_WRITEDATA, &t);
+      Api().easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+      Api().easy_setopt(h, CURLOPT_HEADERDATA, &t);
+      if (req.method == "HEAD") {
+        Api().easy_setopt(h, CURLOPT_NOBODY, 1L);
+      } else if (req.method == "PUT") {
+        Api().easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        Api().easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+        Api().easy_setopt(h, CURLOPT_READDATA, &t);
+        Api().easy_setopt(h, CURLOPT_SEEKFUNCTION, OnSeek);
+        Api().easy_setopt(h, CURLOPT_SEEKDATA, &t);
+        Api().easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body_len));
+      } else if (req.method == "POST") {
+        Api().easy_setopt(h, CURLOPT_POST, 1L);
+        Api().easy_setopt(h, CURLOPT_POSTFIELDS, req.body ? reinterpret_cast<const char*>(req.body) : "");
+        Api().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body_len));
+      } else if (req.method != "GET") {
+        Api().easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+      }
+      const CURLcode rc = Api().easy_perform(h);
+      Api().slist_free_all(headers);
+      if (rc != CURLE_OK) {
+        last_error = Api().easy_strerror(rc);
+        if (Retryable(rc)) continue;
+        return Status::IOError(req.method + " " + url + ": " + last_error);
+      }
+      Api().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+      if (resp->status >= 500 || resp->status == 429) {
+        last_error = "HTTP " + std::to_string(resp->status);
+        const std::string code = XmlTag(resp->body, "Code");
+        if (!code.empty()) last_error += " " + code;
+        continue;
+      }
+      return Status::OK();
+    }
+    return Status::IOError(req.method + " " + url + " failed after " + std::to_string(attempts) +
+                           " attempts: " + last_error);
+  }
+
+  S3Location where_;
+  S3Options opts_;
+  bool path_style_ = true;
+  std::string base_;  // scheme://host[:port]
+  std::string host_;
+};
+
+}  // namespace
+
+Result<S3Location> ParseS3Url(const std::string& url) {
+  if (url.rfind("s3://", 0) != 0) return Status::InvalidArgument("not an s3:// URL: " + url);
+  std::string rest = url.substr(5);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  S3Location loc;
+  const size_t slash = rest.find('/');
+  loc.bucket = rest.substr(0, slash);
+  if (slash != std::string::npos) loc.prefix = rest.substr(slash + 1);
+  if (loc.bucket.size() < 3 || loc.bucket.size() > 63 ||
+      loc.bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos)
+    return Status::InvalidArgument("malformed bucket name in " + url +
+                                   ": 3 to 63 lower-case letters, digits, '.' or '-'");
+  if (loc.prefix.find("//") != std::string::npos || (!loc.prefix.empty() && loc.prefix[0] == '/'))
+    return Status::InvalidArgument("malformed prefix in " + url + ": empty path segment");
+  return loc;
+}
+
+Result<S3Options> ResolveS3Options(const S3Options& given) {
+  S3Options o = given;
+  if (o.endpoint.empty()) o.endpoint = GetEnv("AWS_ENDPOINT_URL");
+  if (o.region.empty()) o.region = GetEnv("AWS_REGION");
+  if (o.region.empty()) o.region = GetEnv("AWS_DEFAULT_REGION");
+  if (o.region.empty()) o.region = "us-east-1";
+  if (o.access_key.empty()) o.access_key = GetEnv("AWS_ACCESS_KEY_ID");
+  if (o.secret_key.empty()) o.secret_key = GetEnv("AWS_SECRET_ACCESS_KEY");
+  if (o.session_token.empty()) o.session_token = GetEnv("AWS_SESSION_TOKEN");
+  if (o.access_key.empty() || o.secret_key.empty())
+    return Status::InvalidArgument(
+        "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+  if (!o.endpoint.empty() && o.endpoint.rfind("http://", 0) != 0 &&
+      o.endpoint.rfind("https://", 0) != 0)
+    return Status::InvalidArgument("the S3 endpoint must start with http:// or https:// (got " +
+                                   o.endpoint + ")");
+  return o;
+}
+
+Result<std::unique_ptr<BlobStore>> NewS3BlobStore(const S3Location& where, const S3Options& opts,
+                                                  bool create_bucket) {
+  CHUNKSTORE_RETURN_IF_ERROR(Curl().status());
+  auto store = std::make_unique<S3BlobStore>(where, opts);
+  if (create_bucket) CHUNKSTORE_RETURN_IF_ERROR(store->CreateBucketIfMissing());
+  return std::unique_ptr<BlobStore>(std::move(store));
+}
+
+}  // namespace chunkstore::internal

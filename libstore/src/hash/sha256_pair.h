@@ -1,0 +1,133 @@
+// Sha256Pair: the SHA-256 digests of two messages, computed together.
+//
+// One SHA-256 is a chain: each round needs the one before, so a single
+// message leaves the core's SHA unit idle for most of each instruction's
+// latency. Two independent messages interleaved round by round fill those
+// gaps: per core, 1.2-1.3x the bytes per second of one message at a time
+// on the Intel x86-64 cores this project has been measured on, and 1.9x on
+// an AMD EPYC. The ingest pipeline and sequential reads hash chunks two at
+// a time this way (Sha256Pair, or Sha256Lanes for runs of messages),
+// and Sha256Stream pairs an object's running hash with a chunk's.
+//
+// Where the CPU has no SHA extensions, or the build is not for x86-64, the
+// two digests come from OpenSSL one after the other. Either way the result
+// is the plain SHA-256 of each message; tests compare the two paths.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "hash/digest.h"
+
+namespace chunkstore::internal {
+
+// Sets *da to the SHA-256 of a[0, na) and *db to that of b[0, nb). The two
+// ranges may overlap or be the same; either length may be zero.
+// Thread-safe.
+void Sha256Pair(const void* a, size_t na, Digest* da, const void* b, size_t nb, Digest* db);
+
+// One message's SHA-256, computed a stretch at a time alongside a
+// Sha256Stream (Sha256Stream::UpdateAlongside), so that a running hash
+// whose own chunk is already hashed can still share its pass with
+// another chunk's. Not thread-safe; the message's bytes must stay put
+// until Finish.
+class Sha256Partial {
+ public:
+  // Begins the message data[0, n); forgets any earlier one.
+  void Start(const void* data, size_t n);
+  // Whether whole 64-byte blocks of the message are still unhashed (a
+  // Sha256Stream can take them along).
+  bool HasBlocks() const { return n_ - done_ >= 64; }
+  // Hashes what is left of the message and returns its digest.
+  Digest Finish();
+
+ private:
+  friend class Sha256Stream;
+  friend void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
+  bool interleave_ = false;
+  uint32_t h_[8] = {};
+  const uint8_t* p_ = nullptr;
+  size_t n_ = 0;
+  size_t done_ = 0;  // a multiple of 64
+};
+
+// Hashes the whole blocks a and b have in common, interleaved: afterwards
+// at least one of them has no whole block left (HasBlocks() is false), and
+// the caller finishes it and may start another message in its place, so
+// a run of messages keeps both lanes busy to its end. A message started
+// without interleaving is only marked as out of blocks: its Finish does
+// all of its work (and its partner is left as it was).
+void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
+
+// Hashes a run of messages 0 .. n-1 through two lanes (Sha256PairBlocks),
+// each lane starting the run's next message as soon as its own is done,
+// so only the end of the last one runs alone. start(k, lane) begins
+// message k in the lane (lane.Start) and returns true, or returns false to
+// skip it; done(k, digest) follows for every message begun, in the order
+// they finish. Both are called on the calling thread, one at a time.
+void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
+                 const std::function<void(size_t, const Digest&)>& done);
+
+// A running SHA-256 (an object's) that can hash other messages (chunks)
+// in the same pass as it takes its own bytes: UpdateAlongside pairs the
+// running hash with another message the way Sha256Pair pairs two.
+// Interleaves when Sha256PairInterleaves() held at construction;
+// otherwise OpenSSL does both. Not copyable; not thread-safe (one thread
+// at a time feeds it).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+
+  void Update(const void* data, size_t n);
+  // Takes the first k bytes of data[0, n) into the stream and returns k,
+  // hashing other's next blocks in the same pass: k is n, or less when
+  // other ran out of whole blocks first (then the caller finishes other,
+  // and passes the rest on with another message or through Update).
+  // Without interleaving, takes all n bytes and leaves other untouched.
+  size_t UpdateAlongside(const void* data, size_t n, Sha256Partial& other);
+  // Whether this stream interleaves (Sha256PairInterleaves() at
+  // construction).
+  bool Interleaves() const { return interleave_; }
+  // The digest of everything given; the stream is spent afterwards.
+  Digest Finish();
+
+ private:
+  // Moves up to n bytes of p into the open (incomplete) block, hashing it
+  // once full; returns how many. Nothing when no block is open.
+  size_t FillOpenBlock(const uint8_t* p, size_t n);
+
+  bool interleave_;
+  uint32_t state_[8];
+  uint8_t block_[64];  // bytes of the current, incomplete block
+  size_t buffered_ = 0;
+  uint64_t total_ = 0;
+  // Only without interleaving: OpenSSL does the work, and is initialized
+  // only then.
+  std::unique_ptr<Sha256> openssl_;
+};
+
+// Whether Sha256Pair interleaves on this machine (SHA extensions present
+// and not turned off below).
+bool Sha256PairInterleaves();
+
+// Whether a message hashed alongside another keeps about the speed it has
+// alone: true where two interleaved messages run at least 1.6x the bytes
+// per second of one (measured once per process, in about 0.3 ms, the
+// first time this is asked). Where they do not (about 1.2x on the Intel
+// cores measured), pairing a hash that everything waits for, such as an
+// object's running hash, slows it down. False without interleaving.
+bool Sha256PairKeepsSpeed();
+
+// Tests only: turns the interleaved path off (false) or back on where the
+// CPU has it, so both paths can be checked to give the same digests.
+void SetSha256PairInterleaveForTesting(bool enabled);
+
+// Tests only: makes Sha256PairKeepsSpeed() answer `keeps` (0 or 1)
+// whatever was measured, or go back to the measurement (-1).
+void SetSha256PairKeepsSpeedForTesting(int keeps);
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,28 @@
+// Version strings for --version and applications.
+#include "chunkstore/version.h"
+
+#include <openssl/crypto.h>
+#include <sqlite3.h>
+#include <xxhash.h>
+#include <zlib.h>
+
+#include "index/index.h"
+
+#ifndef CHUNKSTORE_VERSION
+#error "CHUNKSTORE_VERSION must be defined by the build"
+#endif
+
+namespace chunkstore {
+
+const char* Version() { return CHUNKSTORE_VERSION; }
+
+int SchemaVersion() { return internal::kSchemaVersion; }
+
+std::string DependencyVersions() {
+  const unsigned xxh = XXH_versionNumber();
+  return std::string("SQLite ") + sqlite3_libversion() + ", " + OpenSSL_version(OPENSSL_VERSION) +
+         ", zlib " + zlibVersion() + ", xxHash " + std::to_string(xxh / 10000) + "." +
+         std::to_string(xxh / 100 % 100) + "." + std::to_string(xxh % 100);
+}
+
+}  // namespace chunkstore

@@ -1,0 +1,90 @@
+// Sequential reads verify read-ahead chunks in groups, two at a time
+// (LoadChunkGroup, a lane refilled with the group's next chunk as its own
+// ends): damage to any chunk of a group, in its payload (caught by the
+// paired SHA-256, or by a lone one at the group's end) or its record
+// header (caught before hashing, the lane going on with the next chunk),
+// must stop the read exactly at that chunk with an error naming it, after
+// every byte before it; with pairing on and off.
+#include "hash/sha256_pair.h"
+#include "test_util.h"
+
+namespace chunkstore {
+namespace {
+
+using testing::RandomBytes;
+using testing::SmallChunks;
+
+class ReadPairsTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { internal::SetSha256PairInterleaveForTesting(GetParam()); }
+  void TearDown() override { internal::SetSha256PairInterleaveForTesting(true); }
+};
+
+TEST_P(ReadPairsTest, ADamagedChunkStopsTheReadThereWhicheverHalfOfAPairItIs) {
+  const auto data = RandomBytes(120000, 21);
+  for (size_t damaged = 1; damaged <= 6; ++damaged) {
+    // 0: the payload; 1: the record header; 2: the payload, and the
+    // header of the chunk after it (so the chunk's lane partner changes
+    // mid-way, or at a group's end it is hashed alone). Chunk 0 is read
+    // alone; groups of four follow, so chunks 1-6 take every place in one.
+    for (int how : {0, 1, 2}) {
+      SCOPED_TRACE("chunk " + std::to_string(damaged) + ", damage " + std::to_string(how));
+      testing::TempDir dir;
+      std::string id;
+      std::vector<ChunkInfo> chunks;
+      {
+        auto s = *Store::Open(dir / "s", SmallChunks());
+        id = s->PublishBytes(data.data(), data.size())->id;
+        chunks = *s->Chunks(id);
+      }
+      ASSERT_GT(chunks.size(), damaged + 2);
+      // Records follow one another from offset 16, each a 64-byte header
+      // and the chunk (raw: random data does not compress).
+      uint64_t record = 16;
+      for (size_t k = 0; k < damaged; ++k) record += 64 + chunks[k].length;
+      testing::FlipPackByte(dir / "s", record + (how == 1 ? 20 : 64 + 5));
+      if (how == 2) testing::FlipPackByte(dir / "s", record + 64 + chunks[damaged].length + 20);
+      auto s = *Store::Open(dir / "s");
+      auto reader = std::move(*s->OpenReader(id));
+      std::vector<uint8_t> got, buf(3000);
+      Status failure;
+      for (;;) {
+        auto n = reader->Read(buf.data(), buf.size());
+        if (!n.ok()) {
+          failure = n.status();
+          break;
+        }
+        if (*n == 0) break;
+        got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(*n));
+      }
+      ASSERT_TRUE(failure.IsCorruption()) << failure.ToString();
+      EXPECT_EQ(failure.object_id(), id);
+      EXPECT_EQ(failure.chunk_id(), chunks[damaged].id);
+      ASSERT_EQ(got.size(), chunks[damaged].offset);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin()));
+      // The chunks after the damage are intact and still read.
+      const ChunkInfo& after = chunks[damaged + (how == 2 ? 2 : 1)];
+      std::vector<uint8_t> later(after.length);
+      auto r = reader->ReadAt(after.offset, later.data(), later.size());
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_TRUE(std::equal(later.begin(), later.end(), data.begin() + static_cast<std::ptrdiff_t>(after.offset)));
+    }
+  }
+}
+
+TEST_P(ReadPairsTest, WholeObjectsOfOddAndEvenChunkCountsReadBack) {
+  testing::TempDir dir;
+  auto s = *Store::Open(dir / "s", SmallChunks());
+  for (size_t size : {5000, 9000, 40000, 120001}) {
+    const auto data = RandomBytes(size, 22 + size);
+    const std::string id = s->PublishBytes(data.data(), data.size())->id;
+    EXPECT_EQ(testing::ReadObject(*s, id).value(), data) << size << " bytes, "
+                                                          << s->Chunks(id)->size() << " chunks";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ReadPairsTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Paired" : "OneAtATime"; });
+
+}  // namespace
+}  // namespace chunkstore
