@@ -139,7 +139,9 @@ BENCHMARK(BM_ZlibRandomSampled);
 
 void IndexLookup(benchmark::State& state, bool hit) {
   StoreMeta meta;
-  auto index = std::move(Index::Open(":memory:", &meta, false, 0)).value();
+  Index::OpenOptions o;
+  o.create = &meta;
+  auto index = std::move(Index::Open(":memory:", o)).value();
   std::vector<Digest> ids;
   index->Begin();
   for (int i = 0; i < 100000; ++i) {
@@ -195,7 +197,11 @@ struct SmallIndex {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     StoreMeta meta;
-    index = std::move(Index::Open((dir / "index.db").string(), &meta, true, 1000)).value();
+    Index::OpenOptions o;
+    o.create = &meta;
+    o.durable = true;
+    o.busy_timeout_ms = 1000;
+    index = std::move(Index::Open((dir / "index.db").string(), o)).value();
   }
   void InsertAll() {
     if (!index->Begin().ok()) std::abort();

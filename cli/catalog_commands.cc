@@ -244,9 +244,11 @@ int CmdStats(const Globals& g) {
 }
 
 int CmdIndexRebuild(const Globals& g) {
-  OPEN_OR_FAIL(store, false);
-  Status s = store.RebuildIndex();
-  if (!s.ok()) return Fail(s, s.IsUnsupported() ? kUsage : ExitFor(s));
+  // The rebuild happens as the store opens: an index too damaged to open
+  // is exactly the one to rebuild.
+  auto opened = OpenStore(g, false, true);
+  if (!opened.ok()) return FailOpen(opened.status());
+  chunkstore::Store& store = **opened;
   auto st = store.Stats();
   if (!st.ok()) return Fail(st.status());
   if (g.json) {
@@ -255,7 +257,7 @@ int CmdIndexRebuild(const Globals& g) {
     j.Key("names").Num(st->names).Key("chunks").Num(st->chunks).Key("packs").Num(st->pack_count).EndObject();
     Print(j.str() + "\n");
   } else if (!g.quiet) {
-    Print("rebuilt the index cache of " + store.dir() + ": " + std::to_string(st->objects) +
+    Print("rebuilt the index of " + store.dir() + " from its change log: " + std::to_string(st->objects) +
           " objects, " + std::to_string(st->names) + " names, " + std::to_string(st->chunks) +
           " chunks in " + std::to_string(st->pack_count) + " packs\n");
   }

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "common.h"
@@ -131,10 +132,31 @@ int FailOpen(const Status& s) {
                                           : kFailure);
 }
 
-Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create) {
+Result<std::string> StoreSecret(const Globals& g) {
+  std::string path = g.secret_file;
+  if (path.empty())
+    if (const char* p = std::getenv("CHUNKSTORE_SECRET_FILE"); p && *p) path = p;
+  if (path.empty()) return std::string();
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::IOError("cannot read the secret file " + path);
+  std::string secret((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty()) return Status::InvalidArgument("the secret file " + path + " is empty");
+  return secret;
+}
+
+Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create, bool rebuild) {
   chunkstore::Options o;
   o.create_if_missing = create;
-  return chunkstore::Store::Open(StoreDir(g), o);
+  o.rebuild_index = rebuild;
+  Result<std::string> secret = StoreSecret(g);
+  if (!secret.ok()) return secret.status();
+  o.secret = *secret;
+  auto store = chunkstore::Store::Open(StoreDir(g), o);
+  // What the open noticed and mended is worth a line, but never stdout's.
+  if (store.ok() && !g.quiet)
+    for (const std::string& n : (*store)->notices()) std::cerr << "chunkstore: note: " << n << "\n";
+  return store;
 }
 
 void Print(const std::string& s) { std::cout << s << std::flush; }
@@ -153,6 +175,9 @@ int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_c
                                         std::to_string(chunkstore::kInlineMaxLimit)),
                 kUsage);
   o.error_if_exists = true;
+  Result<std::string> secret = StoreSecret(g);
+  if (!secret.ok()) return Fail(secret.status(), kUsage);
+  o.secret = *secret;
   auto store = chunkstore::Store::Open(StoreDir(g), o);
   if (!store.ok()) return FailOpen(store.status());
   const auto& c = (*store)->chunking();

@@ -11,6 +11,7 @@ namespace cli {
 
 struct Globals {
   std::string store_dir;  // empty: the default location
+  std::string secret_file;  // empty: $CHUNKSTORE_SECRET_FILE, else none
   bool quiet = false;
   bool json = false;
 };

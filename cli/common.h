@@ -14,11 +14,19 @@ namespace cli {
 // ~/.local/share/chunkstore.
 std::string StoreDir(const Globals& g);
 
-// Store-opening failures are failures (1), except a missing store (3) and
-// a damaged index (4).
+// Store-opening failures are failures (1), except a missing store (3), a
+// damaged or missing index (4: `index rebuild` repairs it) and refused
+// credentials (5).
 int FailOpen(const chunkstore::Status& s);
 
-chunkstore::Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create);
+// Opens the store (creating it when create), rebuilding its index from the
+// change log first when rebuild; prints what the open noticed to stderr.
+chunkstore::Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create,
+                                                                 bool rebuild = false);
+
+// The secret of a bucket store: --secret-file, else $CHUNKSTORE_SECRET_FILE
+// ("" when neither is given). Never taken from the command line itself.
+chunkstore::Result<std::string> StoreSecret(const Globals& g);
 
 // Writes s to stdout and flushes.
 void Print(const std::string& s);

@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   app.get_formatter()->column_width(28);
   Globals g;
   app.add_option("--store", g.store_dir, "Store directory or s3://BUCKET/PREFIX")->option_text("DIR|URL");
+  app.add_option("--secret-file", g.secret_file,
+                 "A bucket store's secret, read from FILE (else $CHUNKSTORE_SECRET_FILE)")
+      ->option_text("FILE");
   app.add_flag("-q,--quiet", g.quiet, "Print nothing but errors");
   app.add_flag("--json", g.json, "Print results as JSON");
   app.set_version_flag("--version", std::string("chunkstore ") + chunkstore::Version() +
@@ -111,9 +114,9 @@ int main(int argc, char** argv) {
   chunks->add_option("file", path, "File to cut, or - for stdin")->required()->option_text("FILE");
   chunk_flags(chunks);
 
-  auto* index = app.add_subcommand("index", "Manage a bucket store's local index cache");
+  auto* index = app.add_subcommand("index", "Manage the store's index (a cache of its change log)");
   index->require_subcommand(1);
-  auto* rebuild = index->add_subcommand("rebuild", "Recreate the index cache from the bucket's log");
+  auto* rebuild = index->add_subcommand("rebuild", "Recreate the index from the store's change log");
 
   try {
     app.parse(argc, argv);

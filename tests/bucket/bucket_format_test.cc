@@ -1,5 +1,5 @@
 // Known answers and encodings of the bucket layer: AWS Signature Version 4
-// against the examples in AWS's S3 documentation, log records, s3:// URLs.
+// against the examples in AWS's S3 documentation, s3:// URLs.
 #include <gtest/gtest.h>
 
 #include "bucket/bucket.h"
@@ -107,116 +107,6 @@ TEST(S3UrlTest, ParsesBucketAndPrefixAndRejectsMalformedOnes) {
   EXPECT_EQ(b->prefix, "");
   for (const char* bad : {"s3://", "s3://AB", "s3://Upper/x", "s3://ok-bucket//x", "http://b/x"})
     EXPECT_TRUE(ParseS3Url(bad).status().IsInvalidArgument()) << bad;
-}
-
-LogRecord SampleRecord() {
-  LogRecord r;
-  r.kind = LogRecord::kPublish;
-  r.time = 1764500000;
-  r.packs = {{"pack-0011223344556677.pack", 12345}, {"pack-8899aabbccddeeff.pack", 99}};
-  Digest c1 = Sha256::Of("one", 3), c2 = Sha256::Of("two", 3);
-  LogRecord::Chunk ch{c1, 1, {}};
-  ch.loc.offset = 16;
-  ch.loc.raw_len = 3;
-  ch.loc.stored_len = 3;
-  ch.loc.codec = Codec::kRaw;
-  ch.loc.xxh64 = 0x1122334455667788ull;
-  r.chunks.push_back(ch);
-  ObjectRow ob;
-  ob.id = Sha256::Of("onetwo", 6);
-  ob.size = 6;
-  ob.chunk_count = 2;
-  ob.manifest = EncodeManifest(ob.id, 6, {{c1, 3}, {c2, 3}});
-  ob.created = 1764500001;
-  ob.pinned = true;
-  r.objects.push_back(ob);
-  r.names = {{"docs/readme", ob.id}};
-  r.removed_names = {"old"};
-  r.removed_objects = {c2};
-  r.removed_chunks = {{c1, "pack-0011223344556677.pack"}};
-  r.removed_packs = {"pack-ffff.pack"};
-  return r;
-}
-
-TEST(LogRecordTest, RoundTripsEverySection) {
-  const LogRecord r = SampleRecord();
-  auto back = DecodeLogRecord(EncodeLogRecord(r));
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(back->kind, r.kind);
-  EXPECT_EQ(back->time, r.time);
-  ASSERT_EQ(back->packs.size(), 2u);
-  EXPECT_EQ(back->packs[1].name, r.packs[1].name);
-  EXPECT_EQ(back->packs[0].size, 12345u);
-  ASSERT_EQ(back->chunks.size(), 1u);
-  EXPECT_EQ(back->chunks[0].id, r.chunks[0].id);
-  EXPECT_EQ(back->chunks[0].pack, 1u);
-  EXPECT_EQ(back->chunks[0].loc.xxh64, r.chunks[0].loc.xxh64);
-  ASSERT_EQ(back->objects.size(), 1u);
-  EXPECT_EQ(back->objects[0].manifest, r.objects[0].manifest);
-  EXPECT_TRUE(back->objects[0].pinned);
-  EXPECT_EQ(back->names, r.names);
-  EXPECT_EQ(back->removed_names, r.removed_names);
-  EXPECT_EQ(back->removed_objects, r.removed_objects);
-  ASSERT_EQ(back->removed_chunks.size(), 1u);
-  EXPECT_EQ(back->removed_chunks[0].pack, r.removed_chunks[0].pack);
-  EXPECT_EQ(back->removed_packs, r.removed_packs);
-}
-
-TEST(LogRecordTest, EveryFlippedByteAndEveryTruncationIsRejected) {
-  const std::string good = EncodeLogRecord(SampleRecord());
-  for (size_t i = 0; i < good.size(); ++i) {
-    std::string bad = good;
-    bad[i] ^= 0x20;
-    auto r = DecodeLogRecord(bad);
-    EXPECT_FALSE(r.ok()) << "byte " << i;
-  }
-  for (size_t n = 0; n < good.size(); n += 7)
-    EXPECT_TRUE(DecodeLogRecord(good.substr(0, n)).status().IsCorruption()) << n;
-}
-
-TEST(LogRecordTest, AChunkNamingAMissingPackIsCorruption) {
-  LogRecord r = SampleRecord();
-  r.chunks[0].pack = 7;
-  EXPECT_TRUE(DecodeLogRecord(EncodeLogRecord(r)).status().IsCorruption());
-}
-
-// Two writers stored the same chunk at once, each in its own pack; caches
-// that see their records in either order must agree on one copy.
-TEST(LogRecordTest, AChunkStoredTwiceResolvesToTheSameCopyInEveryOrder) {
-  const Digest chunk = Sha256::Of("shared", 6);
-  auto record = [&](const std::string& pack, uint64_t offset) {
-    LogRecord r;
-    r.kind = LogRecord::kPublish;
-    r.packs = {{pack, 1000}};
-    LogRecord::Chunk c{chunk, 0, {}};
-    c.loc.offset = offset;
-    c.loc.raw_len = c.loc.stored_len = 6;
-    r.chunks.push_back(c);
-    return r;
-  };
-  const LogRecord first = record("pack-bbbb.pack", 16), second = record("pack-aaaa.pack", 80);
-  StoreMeta meta;
-  std::optional<ChunkLocation> seen[2];
-  std::string pack_of[2];
-  for (int order = 0; order < 2; ++order) {
-    auto index = Index::Open(":memory:", &meta, false, 0);
-    ASSERT_TRUE(index.ok());
-    Index* ix = index->get();
-    ASSERT_TRUE(ix->Begin().ok());
-    ASSERT_TRUE(ApplyLogRecord(ix, order == 0 ? first : second, nullptr).ok());
-    ASSERT_TRUE(ApplyLogRecord(ix, order == 0 ? second : first, nullptr).ok());
-    ASSERT_TRUE(ix->Commit().ok());
-    auto loc = ix->FindChunk(chunk);
-    ASSERT_TRUE(loc.ok() && loc->has_value());
-    seen[order] = *loc;
-    auto pack = ix->FindPack((*loc)->pack_id);
-    ASSERT_TRUE(pack.ok() && pack->has_value());
-    pack_of[order] = (*pack)->name;
-  }
-  EXPECT_EQ(pack_of[0], "pack-aaaa.pack");
-  EXPECT_EQ(pack_of[1], "pack-aaaa.pack");
-  EXPECT_EQ(seen[0]->offset, 80u);
-  EXPECT_EQ(seen[1]->offset, 80u);
 }
 
 }  // namespace

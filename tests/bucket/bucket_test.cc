@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "bucket/bucket.h"
+#include "format/change_set.h"
 #include "chunkstore/blob_store.h"
 #include "chunkstore/store.h"
 #include "backend/s3/s3_blob_store.h"
@@ -591,22 +592,39 @@ TEST_P(BucketTest, ADamagedManifestStopsGcBeforeItChangesTheBucket) {
   EXPECT_EQ(CountBlobs("packs/"), packs);
 }
 
-TEST_P(BucketTest, GcRefusesWhileAWriterIsPublishing) {
+// A gc may run while a batch is open elsewhere: the batch's packs are in no
+// change yet (and younger than the grace period), so gc leaves them, and a
+// chunk the batch reuses that the gc removed makes its commit say so.
+TEST_P(BucketTest, AGcWhileABatchIsOpenTakesNothingTheBatchKeeps) {
   auto a = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");
   ASSERT_TRUE(a && b);
+  const auto old = RandomBytes(40000, 10), fresh = RandomBytes(40000, 11);
+  ASSERT_TRUE(a->PublishBytes(old.data(), old.size(), "old").ok());
+  ASSERT_TRUE(a->RemoveName("old").ok());  // its chunks are garbage now
   auto batch = a->NewBatch();
-  const auto d = RandomBytes(40000, 10);
-  ASSERT_TRUE(batch->AddBytes(d.data(), d.size(), "inflight").ok());
-  auto busy = b->Gc();
-  ASSERT_FALSE(busy.ok());
-  EXPECT_TRUE(busy.status().IsBusy()) << busy.status().ToString();
-  ASSERT_TRUE(batch->Commit().ok());
-  auto rep = b->Gc();
+  ASSERT_TRUE(batch->AddBytes(fresh.data(), fresh.size(), "fresh").ok());
+  ASSERT_TRUE(batch->AddBytes(old.data(), old.size(), "old-again").ok());  // reuses them
+  auto rep = b->Gc(testing::GcNow());
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  EXPECT_EQ(rep->objects_removed, 1u);
+  auto c = batch->Commit();
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(c.status().IsBusy()) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("publish again"), std::string::npos);
+  EXPECT_TRUE(a->Resolve("fresh").status().IsNotFound());
+  // Publishing again stores what the gc took.
+  auto again = a->NewBatch();
+  ASSERT_TRUE(again->AddBytes(fresh.data(), fresh.size(), "fresh").ok());
+  ASSERT_TRUE(again->AddBytes(old.data(), old.size(), "old-again").ok());
+  ASSERT_TRUE(again->Commit().ok());
   ASSERT_TRUE(b->Refresh().ok());
-  EXPECT_EQ(*ReadObject(*b, "inflight"), d);
+  EXPECT_EQ(*ReadObject(*b, "fresh"), fresh);
+  EXPECT_EQ(*ReadObject(*b, "old-again"), old);
   EXPECT_EQ(CountBlobs("locks/"), 0u);
+  auto v = b->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
 }
 
 TEST_P(BucketTest, AWriterWaitsForAGcThenGivesUpSayingSo) {
@@ -838,6 +856,56 @@ TEST_P(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
   ASSERT_FALSE(b.ok());
   EXPECT_TRUE(b.status().IsCorruption()) << b.status().ToString();
   EXPECT_NE(b.status().message().find((*logs)[0].key), std::string::npos);
+}
+
+// A store with a secret: its changes are signed, a machine holding the
+// secret refuses a change that is not (a forged log record) as damage
+// naming the record, a wrong secret or none is refused for writing.
+TEST_P(BucketTest, AStoreSecretRefusesForgedChanges) {
+  Options o = SmallChunks();
+  o.secret = "correct horse battery staple";
+  auto a = OpenMachine(dir_ / "a", o);
+  ASSERT_TRUE(a);
+  const auto real = RandomBytes(20000, 61), other = RandomBytes(20000, 62);
+  ASSERT_TRUE(a->PublishBytes(real.data(), real.size(), "model").ok());
+  const std::string other_id = a->PublishBytes(other.data(), other.size())->id;
+  // Someone with write access to the bucket, but not the secret, points
+  // the name at other content with a record of their own.
+  internal::ChangeSet forged;
+  forged.kind = internal::ChangeSet::kTag;
+  forged.time = 1;
+  forged.names.push_back({"model", *internal::Digest::FromHex(other_id.substr(7)), 0, 0});
+  const std::string bytes = internal::EncodeChangeSet(forged);
+  const std::string key = "log/0000000000-9999999999999-00000000000000ff";
+  ASSERT_TRUE(backend_->Put(key, bytes.data(), bytes.size()).ok());
+  auto b = Store::Open(dir_ / "b", [&] {
+    Options ob = o;
+    ob.blob_store = faulty_.get();
+    return ob;
+  }());
+  ASSERT_FALSE(b.ok()) << "a machine holding the secret applied an unsigned change";
+  EXPECT_TRUE(b.status().IsCorruption()) << b.status().ToString();
+  EXPECT_NE(b.status().message().find(key), std::string::npos) << b.status().message();
+  // A machine without the secret cannot change the store.
+  Options none = SmallChunks();
+  none.blob_store = faulty_.get();
+  auto c = Store::Open(dir_ / "c", none);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto w = (*c)->PublishBytes("x", 1, "x");
+  EXPECT_TRUE(w.status().IsPermissionDenied()) << w.status().ToString();
+  // Nor one with another secret open it.
+  Options wrong = o;
+  wrong.secret = "another";
+  wrong.blob_store = faulty_.get();
+  auto d = Store::Open(dir_ / "d", wrong);
+  EXPECT_TRUE(d.status().IsPermissionDenied()) << d.status().ToString();
+  // Once the forged record is gone, the secret's holders agree again.
+  ASSERT_TRUE(backend_->Delete(key).ok());
+  Options ob = o;
+  ob.blob_store = faulty_.get();
+  auto e = Store::Open(dir_ / "e", ob);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(*ReadObject(**e, "model"), real);
 }
 
 #ifdef CHUNKSTORE_TEST_S3

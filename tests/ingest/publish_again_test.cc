@@ -202,7 +202,9 @@ TEST_F(PublishAgain, AStoreWithoutTheSizeIndexGetsItAtOpen) {
 TEST(EarlierVersion, TheNewestObjectOfTheSizeIsTheOneOffered) {
   TempDir dir;
   internal::StoreMeta meta;
-  auto index = internal::Index::Open(dir / "index.db", &meta, false, 1000);
+  internal::Index::OpenOptions o;
+  o.create = &meta;
+  auto index = internal::Index::Open(dir / "index.db", o);
   ASSERT_TRUE(index.ok()) << index.status().ToString();
   auto row = [](uint8_t tag, uint64_t size, int64_t created) {
     internal::ObjectRow r;

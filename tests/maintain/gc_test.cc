@@ -1,6 +1,7 @@
 // Garbage collection: what it reclaims, what it keeps, dry runs, crashes at
 // every step, and readers and publishers running alongside it.
 #include "fault_env.h"
+#include "log_forge.h"
 #include "test_util.h"
 
 namespace chunkstore {
@@ -130,6 +131,36 @@ TEST_F(GcTest, ADamagedManifestStopsGcBeforeItFreesAnything) {
   ASSERT_FALSE(gc.ok());
   EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
   EXPECT_EQ(gc.status().object_id(), ida);
+  store_.reset();
+  EXPECT_EQ(testing::Sql(dir_ / "s", counts), before);
+  EXPECT_EQ(DirBytes(dir_ / "s/packs"), pack_bytes);
+}
+
+// A damaged manifest in the change log itself (the truth gc decides from):
+// gc stops before it removes anything.
+TEST_F(GcTest, ADamagedManifestInTheLogStopsGcBeforeItFreesAnything) {
+  const auto a = RandomBytes(300000, 43), b = RandomBytes(300000, 44);
+  const std::string ida = Put(a, "a");
+  Put(b, "b");
+  ASSERT_TRUE(store_->RemoveName("b").ok());
+  store_.reset();
+  testing::RewriteLog(dir_ / "s", [&](internal::ChangeSet& c) {
+    for (auto& o : c.objects)
+      if (o.id.ObjectId() == ida) o.manifest[o.manifest.size() / 2] ^= 1;
+  });
+  Options o = testing::SmallChunks();
+  o.rebuild_index = true;
+  store_ = *Store::Open(dir_ / "s", o);
+  store_.reset();
+  const std::string counts = "SELECT count(*) FROM objects; SELECT count(*) FROM chunks; SELECT count(*) FROM packs";
+  const std::string before = testing::Sql(dir_ / "s", counts);
+  const uint64_t pack_bytes = DirBytes(dir_ / "s/packs");
+  Reopen();
+  auto gc = store_->Gc(GcNow());
+  ASSERT_FALSE(gc.ok());
+  EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
+  EXPECT_EQ(gc.status().object_id(), ida);
+  EXPECT_NE(gc.status().message().find("damaged manifest"), std::string::npos) << gc.status().message();
   store_.reset();
   EXPECT_EQ(testing::Sql(dir_ / "s", counts), before);
   EXPECT_EQ(DirBytes(dir_ / "s/packs"), pack_bytes);

@@ -19,6 +19,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -118,6 +120,7 @@ class FaultEnv : public EnvWrapper {
   // Counts one operation; returns the error when it is the one to fail.
   Status Tick(const std::string& what) {
     const int n = ++count_;
+    if (std::getenv("FAULT_TRACE")) std::fprintf(stderr, "op %d: %s%s\n", n, what.c_str(), fail_at_ && n >= fail_at_ ? " FAIL" : "");
     if (fail_at_ != 0 && (n == fail_at_ || (crash_ && n > fail_at_))) {
       fired_ = true;
       return no_space_ ? Status::IOError("cannot " + what + ": No space left on device (injected)")
@@ -241,8 +244,18 @@ class FaultEnv : public EnvWrapper {
 
   void Opened(const std::string& path, bool created) {
     std::lock_guard<std::mutex> l(mu_);
-    if (created) nodes_[path] = std::make_shared<Node>(Node{path, "", 0, false, {}, false});
-    else NodeAt(path);
+    if (created) {
+      nodes_[path] = std::make_shared<Node>(Node{path, "", 0, false, {}, false});
+      return;
+    }
+    // What was there when this Env first opened it is durable; what is
+    // written through it from now on is durable only once synced.
+    std::shared_ptr<Node> n = NodeAt(path);
+    if (n && n->foreign) {
+      std::error_code ec;
+      n->synced = std::filesystem::file_size(path, ec);
+      n->foreign = false;
+    }
   }
   std::shared_ptr<Node> Find(const std::string& path) {
     std::lock_guard<std::mutex> l(mu_);

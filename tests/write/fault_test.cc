@@ -27,47 +27,63 @@ INSTANTIATE_TEST_SUITE_P(Kinds, FaultTest,
 
 TEST_P(FaultTest, EveryFailurePointOfAPublishLeavesTheStoreIntact) {
   testing::TempDir dir;
-  testing::FaultEnv env(Env::Posix());
   Options o = testing::SmallChunks();
-  o.env = &env;
   const auto before = RandomBytes(60000, 1);
   const auto payload = RandomBytes(3u << 20, 2);  // many chunks, several pack writes
   std::string before_id;
   {
-    auto s = *Store::Open(dir / "s", o);
+    auto s = *Store::Open(dir / "template", o);
     before_id = s->PublishBytes(before.data(), before.size(), "before")->id;
   }
   // Count the operations of a clean publish of the payload.
   int total = 0;
   {
-    testing::TempDir probe_dir;
-    auto s = *Store::Open(probe_dir / "s", o);
-    ASSERT_TRUE(s->PublishBytes(before.data(), before.size()).ok());
+    std::filesystem::copy(dir / "template", dir / "probe", std::filesystem::copy_options::recursive);
+    testing::FaultEnv env(Env::Posix());
+    o.env = &env;
+    auto s = *Store::Open(dir / "probe", o);
     env.FailAt(0);
     ASSERT_TRUE(s->PublishBytes(payload.data(), payload.size(), "p").ok());
     total = env.count();
   }
   ASSERT_GT(total, 3);
+  int failed = 0;
   for (int n = 1; n <= total; ++n) {
-    auto s = *Store::Open(dir / "s", o);
+    // Each failure point on a store as it was before: a publish that got
+    // through must not hide the next point's failure.
+    const std::string path = dir / ("round" + std::to_string(n));
+    std::filesystem::copy(dir / "template", path, std::filesystem::copy_options::recursive);
+    testing::FaultEnv env(Env::Posix());
+    o.env = &env;
+    auto s = *Store::Open(path, o);
     env.FailAt(n, GetParam().no_space, GetParam().short_write);
     auto r = s->PublishBytes(payload.data(), payload.size(), "p");
     env.FailAt(0);
-    if (r.ok()) continue;  // e.g. a failed cleanup truncate after success is not an error
-    EXPECT_TRUE(r.status().IsIOError()) << n << ": " << r.status().ToString();
-    EXPECT_NE(r.status().message().find("injected"), std::string::npos) << r.status().message();
-    // Nothing partial is visible, and the old object still verifies.
-    EXPECT_TRUE(s->Resolve("p").status().IsNotFound()) << "failure point " << n;
+    if (!r.ok()) {
+      ++failed;
+      EXPECT_TRUE(r.status().IsIOError()) << n << ": " << r.status().ToString();
+      EXPECT_NE(r.status().message().find("injected"), std::string::npos) << r.status().message();
+      // Nothing partial is visible.
+      EXPECT_TRUE(s->Resolve("p").status().IsNotFound()) << "failure point " << n;
+    }
+    // The old object still verifies, and so does the store.
     auto old = testing::ReadObject(*s, before_id);
     ASSERT_TRUE(old.ok()) << n << ": " << old.status().ToString();
     EXPECT_EQ(*old, before);
+    s.reset();
+    auto again = *Store::Open(path, o);
+    auto v = again->Verify();
+    ASSERT_TRUE(v.ok()) << n;
+    EXPECT_FALSE(v->corrupt()) << "failure point " << n << ": " << (v->problems.empty() ? "" : v->problems[0].message);
+    // A retry succeeds and reads back.
+    auto retry = again->PublishBytes(payload.data(), payload.size(), "p");
+    ASSERT_TRUE(retry.ok()) << n << ": " << retry.status().ToString();
+    EXPECT_EQ(*testing::ReadObject(*again, "p"), payload);
+    again.reset();
+    std::filesystem::remove_all(path);
   }
-  // After all those failures a clean retry succeeds and reads back.
-  auto s = *Store::Open(dir / "s", o);
-  auto r = s->PublishBytes(payload.data(), payload.size(), "p");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(*testing::ReadObject(*s, "p"), payload);
-  EXPECT_EQ(*testing::ReadObject(*s, "before"), before);
+  // Most points are ones a publish cannot do without.
+  EXPECT_GT(failed, total / 2);
 }
 
 TEST(FaultTest, FailedPublishThenRetryInSameProcess) {

@@ -46,6 +46,13 @@ class FileLock {
   virtual ~FileLock() = default;
 };
 
+// What Env::GetFileInfo reports of a file.
+struct FileInfo {
+  uint64_t size = 0;
+  int64_t modified = 0;  // unix seconds of the last change to its bytes
+  bool regular = true;   // a regular file (not a FIFO, socket, device or directory)
+};
+
 enum class OpenMode {
   kRead,         // existing file, read only
   kAppend,       // existing file, read and append
@@ -69,6 +76,11 @@ class Env {
   virtual bool FileExists(const std::string& path) = 0;
   virtual bool IsDirectory(const std::string& path) = 0;
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  // Size, modification time and kind of a file, without opening it;
+  // NotFound if there is none. The default says Unsupported.
+  virtual Result<FileInfo> GetFileInfo(const std::string& path) {
+    return Status::Unsupported("this Env cannot tell a file's size and time without opening " + path);
+  }
   virtual Status RemoveFile(const std::string& path) = 0;
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
   // Makes the directory's entries (new, renamed, removed files) durable.
@@ -105,6 +117,7 @@ class EnvWrapper : public Env {
   Result<std::vector<std::string>> ListDir(const std::string& path) override {
     return target_->ListDir(path);
   }
+  Result<FileInfo> GetFileInfo(const std::string& path) override { return target_->GetFileInfo(path); }
   Status RemoveFile(const std::string& path) override { return target_->RemoveFile(path); }
   Status RenameFile(const std::string& from, const std::string& to) override {
     return target_->RenameFile(from, to);

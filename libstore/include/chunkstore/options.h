@@ -70,8 +70,20 @@ struct Options {
   size_t spill_threshold = 64u << 20;
   // A pack file stops taking new chunks past this size (default 1 GiB).
   uint64_t pack_target_size = 1ull << 30;
-  // How long to wait for another process holding the index (default 10 s).
+  // How long to wait for another process holding the index or the change
+  // log (default 10 s).
   int busy_timeout_ms = 10000;
+  // Open without writing anything (default false): for stores on
+  // read-only media. Every change fails; the index is read as it is.
+  bool read_only = false;
+  // Recreate the index from the store's change log while opening (default
+  // false): what `chunkstore index rebuild` does. The store's truth is its
+  // packs and its log; the index is a cache of them.
+  bool rebuild_index = false;
+  // A directory store writes a checkpoint of its change log (and drops the
+  // log before it) once the changes since the last one take more than this
+  // many bytes (default 64 MiB), or more than the checkpoint itself.
+  uint64_t checkpoint_bytes = 64ull << 20;
   // File-system access for packs, spill files and locks (default: POSIX).
   // Not owned; must outlive the store.
   Env* env = nullptr;
@@ -93,6 +105,14 @@ struct Options {
   // Bucket stores: a new pack is uploaded once it holds this many bytes
   // (default 64 MiB; one PUT below 16 MiB, multipart above).
   uint64_t remote_pack_size = 64ull << 20;
+  // Bucket stores: the store's secret (default none). A store created with
+  // one signs every change it records with HMAC-SHA256 under it, and a
+  // machine that holds it rejects changes that do not carry a valid
+  // signature (Corruption) instead of applying them: only holders of the
+  // secret can change what such machines see. Opening a store with the
+  // wrong secret, or one that has none, is PermissionDenied; writing to a
+  // store that has one without it too. Keep it out of command lines.
+  std::string secret;
 };
 
 }  // namespace chunkstore

@@ -289,8 +289,11 @@ class Store {
   // Bucket stores: applies what other writers published since this store
   // opened or last refreshed. OK and nothing done for other stores.
   Status Refresh();
-  // Bucket stores: throws the index cache away and rebuilds it from the
-  // bucket's log. Unsupported for other stores, whose index is the truth.
+  // Recreates the index from the store's change log (a directory's log/,
+  // a bucket's log blobs): the same objects, names and chunks, whatever
+  // happened to the index. The index is replaced only once the new one is
+  // whole. Other processes using the store meanwhile see the new index
+  // when they next open it.
   Status RebuildIndex();
 
   // The chunking this store uses (fixed when it was created).
@@ -302,6 +305,10 @@ class Store {
   const std::string& dir() const;
   // True for a store kept in a bucket (or other BlobStore).
   bool is_bucket() const;
+  // What opening the store noticed and mended, one sentence each: an index
+  // that had fallen behind the change log and caught up, a store moved to
+  // the current format. Empty for an ordinary open.
+  const std::vector<std::string>& notices() const;
 
   struct Impl;  // internal
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/buffer.h"
+#include "base/clock.h"
 #include "chunkstore/env.h"
 
 namespace chunkstore {
@@ -29,6 +30,7 @@ struct MemData {
   mutable std::mutex mu;
   std::vector<Segment> segments;
   uint64_t size = 0;
+  int64_t modified = internal::NowSeconds();  // set at creation and by every change
 
   // The segment holding offset `at` (< the end of the last segment).
   size_t SegmentAt(uint64_t at) const {
@@ -70,6 +72,7 @@ class MemFile final : public File {
   Status Append(const void* data, size_t n) override {
     std::lock_guard<std::mutex> l(data_->mu);
     data_->Write(data_->size, static_cast<const uint8_t*>(data), n);
+    data_->modified = internal::NowSeconds();
     return Status::OK();
   }
   Status ReadAt(uint64_t offset, size_t n, void* buf, size_t* got) const override {
@@ -90,6 +93,7 @@ class MemFile final : public File {
   Status Sync() override { return Status::OK(); }
   Status Truncate(uint64_t size) override {
     std::lock_guard<std::mutex> l(data_->mu);
+    data_->modified = internal::NowSeconds();
     if (size > data_->size) {
       data_->Write(data_->size, nullptr, static_cast<size_t>(size - data_->size));  // grows with zeros
     } else {
@@ -165,6 +169,16 @@ class MemEnv final : public Env {
     for (const auto& [p, d] : files_) collect(p);
     for (const auto& p : dirs_) collect(p);
     return out;
+  }
+  Result<FileInfo> GetFileInfo(const std::string& path) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = files_.find(path);
+    if (it == files_.end()) return Status::NotFound("no such file " + path);
+    FileInfo info;
+    std::lock_guard<std::mutex> d(it->second->mu);
+    info.size = it->second->size;
+    info.modified = it->second->modified;
+    return info;
   }
   Status RemoveFile(const std::string& path) override {
     std::lock_guard<std::mutex> l(mu_);

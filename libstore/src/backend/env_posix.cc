@@ -148,6 +148,19 @@ class PosixEnv final : public Env {
     return names;
   }
 
+  Result<FileInfo> GetFileInfo(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return Status::NotFound("no such file " + path);
+      return ErrnoStatus("cannot stat", path, errno);
+    }
+    FileInfo info;
+    info.size = static_cast<uint64_t>(st.st_size);
+    info.modified = st.st_mtim.tv_sec;
+    info.regular = S_ISREG(st.st_mode);
+    return info;
+  }
+
   Status RemoveFile(const std::string& path) override {
     if (::unlink(path.c_str()) != 0) {
       if (errno == ENOENT) return Status::NotFound("no such file " + path);

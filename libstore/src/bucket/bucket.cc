@@ -1,18 +1,21 @@
-// Bucket stores (see bucket.h): log records, their application to the
-// index cache, lock blobs and the config blob.
+// Bucket stores (bucket.h): the config blob, lock blobs, and the change log
+// kept as one blob per change set, applied to the local index cache.
 #include "bucket/bucket.h"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <set>
 
-#include "index/sql.h"
+#include "base/clock.h"
+#include "format/config.h"
+#include "format/layout.h"
+#include "index/apply.h"
 
 namespace chunkstore::internal {
 
@@ -21,12 +24,6 @@ namespace {
 constexpr const char* kConfigKey = "config";
 constexpr const char* kLogPrefix = "log/";
 constexpr const char* kLockPrefix = "locks/";
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // "log/<epoch>-<ms>-..." -> (epoch, ms); false if the key has another shape.
 bool ParseLogKey(const std::string& key, int64_t* epoch, int64_t* ms) {
@@ -47,104 +44,7 @@ std::string LogKeyPrefix(int64_t epoch, int64_t ms) {
   return buf;
 }
 
-Status Fail(Index* index, const char* what) { return index->Error(what); }
-
-// The newest log key applied to the cache; "" before the first.
-Result<std::string> NewestApplied(Index* index, std::mutex* index_mu) {
-  std::lock_guard<std::mutex> l(*index_mu);
-  Query q(index->db(), "SELECT max(key) FROM applied_log");
-  if (!q.ok() || q.use().Step() != SQLITE_ROW) return index->Error("cannot read the index cache");
-  return q.use().ColText(0);
-}
-
-Result<int64_t> PackIdByName(Index* index, const std::string& name) {
-  Query q(index->db(), "SELECT id FROM packs WHERE name = ?1");
-  if (!q.ok()) return Fail(index, "cannot look up a pack");
-  q.use().Text(1, name);
-  const int rc = q.use().Step();
-  if (rc == SQLITE_ROW) return q.use().ColInt(0);
-  if (rc != SQLITE_DONE) return Fail(index, "cannot look up a pack");
-  return int64_t{0};
-}
-
-Status Run(Index* index, const char* sql, const std::function<void(Use&)>& bind, const char* what) {
-  Query q(index->db(), sql);
-  if (!q.ok()) return Fail(index, what);
-  bind(q.use());
-  if (q.use().Step() != SQLITE_DONE) return Fail(index, what);
-  return Status::OK();
-}
-
 }  // namespace
-
-Status ApplyLogRecord(Index* index, const LogRecord& r, std::vector<int64_t>* versions) {
-  std::vector<int64_t> pack_ids;
-  for (const auto& p : r.packs) {
-    Result<int64_t> id = PackIdByName(index, p.name);
-    if (!id.ok()) return id.status();
-    if (*id == 0) id = index->InsertPack(p.name, p.size);
-    if (!id.ok()) return id.status();
-    pack_ids.push_back(*id);
-  }
-  for (const auto& c : r.chunks) {
-    ChunkLocation loc = c.loc;
-    loc.pack_id = pack_ids[c.pack];
-    Result<std::optional<ChunkLocation>> have = index->FindChunk(c.id);
-    if (!have.ok()) return have.status();
-    bool write = !have->has_value() || r.kind == LogRecord::kGc;
-    if (!write && (*have)->pack_id != loc.pack_id) {
-      // Two writers stored the chunk at once: keep the copy every cache
-      // keeps, the one in the pack whose name sorts first.
-      Result<std::optional<PackRow>> old = index->FindPack((*have)->pack_id);
-      if (!old.ok()) return old.status();
-      write = !old->has_value() || r.packs[c.pack].name < (*old)->name;
-    }
-    if (!write) continue;
-    index->NoteChunksRemoved();
-    CHUNKSTORE_RETURN_IF_ERROR(Run(index, "DELETE FROM chunks WHERE id = ?1",
-                                   [&](Use& u) { u.Id(1, c.id); }, "cannot record a chunk"));
-    CHUNKSTORE_RETURN_IF_ERROR(index->InsertChunk(c.id, loc));
-  }
-  for (const auto& ob : r.objects) {
-    Result<bool> added = index->InsertObject(ob);
-    if (!added.ok()) return added.status();
-  }
-  for (const auto& [name, object] : r.names) {
-    Result<std::optional<ObjectRow>> ob = index->FindObject(object);
-    if (!ob.ok()) return ob.status();
-    if (!ob->has_value()) {  // removed by a concurrent writer first
-      if (versions) versions->push_back(0);
-      continue;
-    }
-    Result<int64_t> v = index->AddName(name, object, r.time);
-    if (!v.ok()) return v.status();
-    if (versions) versions->push_back(*v);
-  }
-  for (const auto& name : r.removed_names)
-    CHUNKSTORE_RETURN_IF_ERROR(Run(index, "DELETE FROM names WHERE name = ?1",
-                                   [&](Use& u) { u.Text(1, name); }, "cannot remove a name"));
-  for (const auto& id : r.removed_objects) {
-    for (const char* sql : {"DELETE FROM names WHERE object = ?1", "DELETE FROM objects WHERE id = ?1"})
-      CHUNKSTORE_RETURN_IF_ERROR(Run(index, sql, [&](Use& u) { u.Id(1, id); }, "cannot remove an object"));
-  }
-  if (!r.removed_chunks.empty() || !r.removed_packs.empty()) index->NoteChunksRemoved();
-  for (const auto& c : r.removed_chunks)
-    CHUNKSTORE_RETURN_IF_ERROR(
-        Run(index, "DELETE FROM chunks WHERE id = ?1 AND pack = (SELECT id FROM packs WHERE name = ?2)",
-            [&](Use& u) { u.Id(1, c.id).Text(2, c.pack); }, "cannot remove a chunk"));
-  for (const auto& p : r.removed_packs) {
-    CHUNKSTORE_RETURN_IF_ERROR(
-        Run(index, "DELETE FROM chunks WHERE pack = (SELECT id FROM packs WHERE name = ?1)",
-            [&](Use& u) { u.Text(1, p); }, "cannot remove a pack"));
-    CHUNKSTORE_RETURN_IF_ERROR(Run(index, "DELETE FROM packs WHERE name = ?1",
-                                   [&](Use& u) { u.Text(1, p); }, "cannot remove a pack"));
-  }
-  return Status::OK();
-}
-
-Status PrepareCacheIndex(Index* index) {
-  return index->Exec("CREATE TABLE IF NOT EXISTS applied_log(key TEXT PRIMARY KEY) WITHOUT ROWID");
-}
 
 // ---- locks ---------------------------------------------------------------
 
@@ -152,7 +52,7 @@ BucketLock::BucketLock(BlobStore* blobs, std::string key, std::string body)
     : blobs_(blobs), key_(std::move(key)), body_(std::move(body)) {
   keeper_ = std::thread([this] {
     std::unique_lock<std::mutex> l(mu_);
-    while (!cv_.wait_for(l, std::chrono::seconds(Bucket::kLockRefreshSeconds), [this] { return stop_; })) {
+    while (!cv_.wait_for(l, std::chrono::seconds(BucketLog::kLockRefreshSeconds), [this] { return stop_; })) {
       l.unlock();
       blobs_->Put(key_, body_.data(), body_.size());  // a failure only ages the lock
       l.lock();
@@ -192,7 +92,7 @@ bool HolderIsGone(BlobStore* blobs, const std::string& key) {
 
 }  // namespace
 
-Result<std::unique_ptr<BucketLock>> Bucket::Lock(bool exclusive, int wait_ms) {
+Result<std::unique_ptr<BucketLock>> BucketLog::Lock(bool exclusive, int wait_ms) {
   const std::string key =
       std::string(kLockPrefix) + (exclusive ? "exclusive-" : "shared-") + RandomHex(8);
   const std::string body = std::string(exclusive ? "gc" : "writer") + " on " + HostName() +
@@ -234,55 +134,95 @@ Result<std::unique_ptr<BucketLock>> Bucket::Lock(bool exclusive, int wait_ms) {
 
 // ---- config --------------------------------------------------------------
 
-Status Bucket::LoadConfig(bool create, const StoreMeta& wanted, StoreMeta* meta,
-                          std::string* store_id) {
-  Result<std::string> text = blobs_->Get(kConfigKey);
+Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, const std::string& secret,
+                        StoreMeta* meta, std::string* store_id, bool* signed_store) {
+  Result<std::string> text = blobs->Get(kConfigKey);
   if (!text.ok() && text.status().IsNotFound()) {
-    if (!create) return Status::NotFound("no store at " + blobs_->Describe());
-    const ChunkerParams& c = wanted.chunking;
-    const std::string body = "chunkstore bucket store\nformat 1\nid " + RandomHex(16) +
-                             "\nchunk_min " + std::to_string(c.min_size) + "\nchunk_avg " +
-                             std::to_string(c.avg_size) + "\nchunk_max " + std::to_string(c.max_size) +
-                             "\nchunk_level " + std::to_string(c.level) + "\ncompression " +
-                             (wanted.compression ? "zlib" : "none") + "\n";
-    CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(kConfigKey, body.data(), body.size()));
-    text = blobs_->Get(kConfigKey);  // a concurrent creator may have won
+    if (!create) return Status::NotFound("no store at " + blobs->Describe());
+    StoreConfig c;
+    c.bucket = true;
+    c.format = kBucketFormat;
+    c.id = RandomHex(16);
+    c.meta = wanted;
+    if (!secret.empty()) c.secret_check = SecretCheck(secret);
+    std::string body = EncodeConfig(c);
+    if (!secret.empty()) body += "hmac " + HmacSha256(secret, body.data(), body.size()).Hex() + "\n";
+    CHUNKSTORE_RETURN_IF_ERROR(blobs->Put(kConfigKey, body.data(), body.size()));
+    text = blobs->Get(kConfigKey);  // a concurrent creator may have won
   }
   if (!text.ok()) return text.status();
-  if (text->rfind("chunkstore bucket store\n", 0) != 0)
-    return Status::InvalidArgument(blobs_->Describe() + " has a config blob that is not a chunkstore store's");
-  StoreMeta m;
-  std::string id, format;
-  size_t pos = 0;
-  while (pos < text->size()) {
-    const size_t nl = text->find('\n', pos);
-    const std::string line = text->substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    pos = nl == std::string::npos ? text->size() : nl + 1;
-    const size_t sp = line.find(' ');
-    if (sp == std::string::npos) continue;
-    const std::string k = line.substr(0, sp), v = line.substr(sp + 1);
-    auto num = [&] { return static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10)); };
-    if (k == "format") format = v;
-    else if (k == "id") id = v;
-    else if (k == "chunk_min") m.chunking.min_size = num();
-    else if (k == "chunk_avg") m.chunking.avg_size = num();
-    else if (k == "chunk_max") m.chunking.max_size = num();
-    else if (k == "chunk_level") m.chunking.level = static_cast<int>(num());
-    else if (k == "compression") m.compression = v == "zlib";
+  Result<StoreConfig> c = DecodeConfig(*text, blobs->Describe() + "/config");
+  if (!c.ok()) return c.status();
+  if (!c->bucket) return Status::InvalidArgument(blobs->Describe() + " holds a directory store's config");
+  *signed_store = !c->secret_check.empty();
+  if (!secret.empty()) {
+    if (c->secret_check.empty())
+      return Status::PermissionDenied(blobs->Describe() + " has no secret; open it without one");
+    if (c->secret_check != SecretCheck(secret))
+      return Status::PermissionDenied("the secret given is not the secret of " + blobs->Describe());
+    // The config's own signature: everything before its last line.
+    const size_t at = text->rfind("hmac ");
+    if (at == std::string::npos || at == 0 ||
+        text->compare(at + 5, 64, HmacSha256(secret, text->data(), at).Hex()) != 0)
+      return Status::Corruption(blobs->Describe() + "/config fails its HMAC under the store's secret");
   }
-  if (format != "1")
-    return Status::Unsupported(blobs_->Describe() + " is bucket store format " + format +
-                               "; this chunkstore reads format 1");
-  if (id.empty()) return Status::Corruption(blobs_->Describe() + ": the config blob has no store id");
-  CHUNKSTORE_RETURN_IF_ERROR(m.chunking.Validate().WithContext("the bucket's config"));
-  *meta = m;
-  *store_id = id;
+  *meta = c->meta;
+  *store_id = c->id;
   return Status::OK();
 }
 
-// ---- log -----------------------------------------------------------------
+// ---- the log -------------------------------------------------------------
 
-std::string Bucket::NewLogKey(int64_t epoch, const std::string& newest) const {
+class BucketLog::HeldBucket final : public ChangeLog::Held {
+ public:
+  HeldBucket(BucketLog* log, std::unique_ptr<BucketLock> lock) : log_(log), lock_(std::move(lock)) {}
+  Status Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made) override {
+    return log_->Write(change, versions, made);
+  }
+  Status Replay(Index& into) override {
+    CHUNKSTORE_RETURN_IF_ERROR(into.PrepareBucketCache());
+    return log_->Follow(into, false, nullptr);
+  }
+  const BucketLock& lock() const { return *lock_; }
+
+ private:
+  BucketLog* log_;
+  std::unique_ptr<BucketLock> lock_;
+};
+
+BucketLog::BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string cache_dir, StoreMeta meta,
+                     std::string secret, bool signed_store)
+    : env_(env),
+      blobs_(blobs),
+      index_(index),
+      cache_dir_(std::move(cache_dir)),
+      meta_(meta),
+      secret_(std::move(secret)),
+      signed_store_(signed_store) {}
+
+BucketLog::~BucketLog() = default;
+
+Result<std::unique_ptr<ChangeLog::Held>> BucketLog::Hold(bool exclusive, int wait_ms) {
+  if (signed_store_ && secret_.empty())
+    return Status::PermissionDenied(blobs_->Describe() + " signs its changes: changing it takes its secret");
+  Result<std::unique_ptr<BucketLock>> lock = Lock(exclusive, wait_ms);
+  if (!lock.ok()) return lock.status();
+  // Under the lock no gc runs (or, held exclusively, nothing else), and
+  // everything one did is in the log: after this refresh every chunk the
+  // index lists is really in the bucket.
+  CHUNKSTORE_RETURN_IF_ERROR(CatchUp());
+  return std::unique_ptr<Held>(new HeldBucket(this, std::move(*lock)));
+}
+
+Result<int64_t> BucketLog::BucketNow(const Held& held) {
+  const auto& h = static_cast<const HeldBucket&>(held);
+  Result<std::vector<BlobInfo>> locks = blobs_->List(h.lock().key());
+  if (!locks.ok()) return locks.status();
+  if (locks->empty()) return NowSeconds();
+  return locks->front().modified;
+}
+
+std::string BucketLog::NewLogKey(int64_t epoch, const std::string& newest) const {
   // A record must sort after every record its writer could have seen (a
   // tag after the publish of its object), also within one millisecond and
   // when this clock is behind the writer of the newest one.
@@ -291,14 +231,14 @@ std::string Bucket::NewLogKey(int64_t epoch, const std::string& newest) const {
   return LogKeyPrefix(epoch, ms) + "-" + RandomHex(8);
 }
 
-Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<std::string>& keys) {
+Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys) {
   // Records are fetched several at once (each is a round trip) and applied
   // in key order, many to a transaction (a rebuild applies the whole log).
   constexpr size_t kBatch = 64;
   constexpr size_t kFetchers = 8;
   for (size_t start = 0; start < keys.size(); start += kBatch) {
     const size_t end = std::min(keys.size(), start + kBatch);
-    std::vector<Result<LogRecord>> fetched(end - start, Status::NotFound(""));
+    std::vector<Result<ChangeSet>> fetched(end - start, Status::NotFound(""));
     std::atomic<size_t> next{start};
     auto fetch = [&] {
       for (size_t i; (i = next++) < end;) {
@@ -307,130 +247,200 @@ Status Bucket::ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<s
           fetched[i - start] = bytes.status().WithContext("cannot read log record " + keys[i]);
           continue;
         }
-        Result<LogRecord> r = DecodeLogRecord(*bytes);
+        Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_);
         fetched[i - start] =
-            r.ok() ? std::move(r) : Result<LogRecord>(r.status().WithContext(blobs_->Describe() + ": log record " + keys[i]));
+            c.ok() ? std::move(c) : Result<ChangeSet>(c.status().WithContext(blobs_->Describe() + ": log record " + keys[i]));
       }
     };
     std::vector<std::thread> fetchers;
     for (size_t t = 1; t < std::min(kFetchers, end - start); ++t) fetchers.emplace_back(fetch);
     fetch();
     for (std::thread& t : fetchers) t.join();
-    std::vector<LogRecord> records;
-    for (auto& r : fetched) {
+    for (auto& r : fetched)
       if (!r.ok()) return r.status();
-      records.push_back(std::move(*r));
+    // The live index is locked for each batch, not across the fetches.
+    std::optional<IndexHandle::Locked> held;
+    if (!scratch) held.emplace(index_->Lock());
+    Index& index = scratch ? *scratch : **held;
+    WriteTxn txn(&index);
+    CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+    for (size_t i = 0; i < fetched.size(); ++i) {
+      // Another process sharing this cache may have applied some meanwhile;
+      // applying twice would add their names twice.
+      Result<bool> applied = index.IsApplied(keys[start + i]);
+      if (!applied.ok()) return applied.status();
+      if (*applied) continue;
+      Status s = ApplyChange(index, *fetched[i], nullptr);
+      if (!s.ok()) return s.WithContext(blobs_->Describe() + ": log record " + keys[start + i]);
+      CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(keys[start + i]));
     }
-    std::lock_guard<std::mutex> l(*index_mu);
-    CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-    Status s;
-    // Another process sharing this cache may have applied some meanwhile;
-    // applying twice would add their names twice.
-    Query seen(index->db(), "SELECT 1 FROM applied_log WHERE key = ?1");
-    if (!seen.ok()) s = index->Error("cannot read the index cache");
-    for (size_t i = 0; s.ok() && i < records.size(); ++i) {
-      seen.use().Text(1, keys[start + i]);
-      const bool applied = seen.use().Step() == SQLITE_ROW;
-      seen.use().Reset();
-      if (applied) continue;
-      s = ApplyLogRecord(index, records[i], nullptr);
-      if (s.ok())
-        s = Run(index, "INSERT OR IGNORE INTO applied_log VALUES(?1)",
-                [&](Use& u) { u.Text(1, keys[start + i]); }, "cannot record an applied log record");
-    }
-    if (s.ok()) s = index->Commit();
-    if (!s.ok()) {
-      index->Rollback();
-      return s.WithContext("cannot update the index cache");
-    }
-    for (size_t i = start; i < end; ++i) {
-      int64_t e = 0, ms = 0;
-      if (ParseLogKey(keys[i], &e, &ms) && e > epoch_.load()) epoch_.store(e);
+    CHUNKSTORE_RETURN_IF_ERROR(txn.Commit().WithContext("cannot update the index cache"));
+    if (!scratch) {
+      for (size_t i = start; i < end; ++i) {
+        int64_t e = 0, ms = 0;
+        if (ParseLogKey(keys[i], &e, &ms) && e > epoch_.load()) epoch_.store(e);
+      }
     }
   }
   return Status::OK();
 }
 
-Status Bucket::Refresh(Index* index, std::mutex* index_mu) {
-  std::lock_guard<std::mutex> refresh(refresh_mu_);
-  Result<std::string> newest = NewestApplied(index, index_mu);
+Status BucketLog::Follow(Index& index, bool whole, std::vector<std::string>*) {
+  Result<std::string> newest = index.NewestApplied();
   if (!newest.ok()) return newest.status();
   std::string start_after;
   int64_t epoch = 0, ms = 0;
-  if (ParseLogKey(*newest, &epoch, &ms)) {
-    if (epoch > epoch_.load()) epoch_.store(epoch);
-    start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
+  if (!whole && ParseLogKey(*newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
+  Result<std::vector<BlobInfo>> listed = blobs_->List(kLogPrefix, start_after);
+  if (!listed.ok()) return listed.status().WithContext("cannot list the log of " + blobs_->Describe());
+  Result<std::set<std::string>> applied = index.AppliedAfter(start_after);
+  if (!applied.ok()) return applied.status();
+  std::vector<std::string> todo;
+  for (const BlobInfo& b : *listed)
+    if (!applied->count(b.key)) todo.push_back(b.key);
+  return ApplyKeys(&index, todo);
+}
+
+Status BucketLog::CatchUp() {
+  std::lock_guard<std::mutex> refresh(refresh_mu_);
+  std::string newest;
+  {
+    auto db = index_->Lock();
+    Result<std::string> n = db->NewestApplied();
+    if (!n.ok()) return n.status();
+    newest = *n;
+    int64_t e = 0, ms = 0;
+    if (ParseLogKey(newest, &e, &ms) && e > epoch_.load()) epoch_.store(e);
   }
+  // Follow reads the index's applied keys under its own locks: the live
+  // index is locked per step, not across the bucket's round trips.
+  std::string start_after;
+  int64_t epoch = 0, ms = 0;
+  if (ParseLogKey(newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
   Result<std::vector<BlobInfo>> listed = blobs_->List(kLogPrefix, start_after);
   if (!listed.ok()) return listed.status().WithContext("cannot list the log of " + blobs_->Describe());
   std::set<std::string> applied;
   {
-    std::lock_guard<std::mutex> l(*index_mu);
-    Query q(index->db(), "SELECT key FROM applied_log WHERE key > ?1");
-    if (!q.ok()) return index->Error("cannot read the index cache");
-    q.use().Text(1, start_after);
-    int rc;
-    while ((rc = q.use().Step()) == SQLITE_ROW) applied.insert(q.use().ColText(0));
-    if (rc != SQLITE_DONE) return index->Error("cannot read the index cache");
+    auto db = index_->Lock();
+    Result<std::set<std::string>> a = db->AppliedAfter(start_after);
+    if (!a.ok()) return a.status();
+    applied = std::move(*a);
   }
   std::vector<std::string> todo;
   for (const BlobInfo& b : *listed)
     if (!applied.count(b.key)) todo.push_back(b.key);
-  return ApplyKeys(index, index_mu, todo);
+  if (todo.empty()) return Status::OK();
+  return ApplyKeys(nullptr, todo);
 }
 
-Status Bucket::Write(Index* index, std::mutex* index_mu, const LogRecord& r,
-                     std::vector<int64_t>* versions) {
+Status BucketLog::Write(ChangeSet& change, std::vector<int64_t>* versions, bool* made) {
+  if (made) *made = false;
   // No refresh of this process may list the new key and apply it between
   // the PUT and the application below.
   std::lock_guard<std::mutex> refresh(refresh_mu_);
-  Result<std::string> newest = NewestApplied(index, index_mu);
-  if (!newest.ok()) return newest.status();
-  const std::string key = NewLogKey(epoch_.load() + (r.kind == LogRecord::kGc ? 1 : 0), *newest);
-  const std::string bytes = EncodeLogRecord(r);
+  std::string newest;
+  {
+    auto db = index_->Lock();
+    Result<std::string> n = db->NewestApplied();
+    if (!n.ok()) return n.status();
+    newest = *n;
+  }
+  const std::string key = NewLogKey(epoch_.load() + (change.kind == ChangeSet::kGc ? 1 : 0), newest);
+  const std::string bytes = EncodeChangeSet(change, secret_);
+  // A PUT that fails may still have stored the blob (the answer was lost,
+  // not the request): from here on whatever the change names is kept.
+  if (made) *made = true;
   CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()));
   // The change is in the bucket now; what follows only updates the cache,
   // and a failure there is repaired by the next refresh.
-  std::lock_guard<std::mutex> l(*index_mu);
-  CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-  Status s;
-  bool applied = false;
-  {
-    // Another process sharing this cache may have refreshed in between.
-    Query seen(index->db(), "SELECT 1 FROM applied_log WHERE key = ?1");
-    if (!seen.ok()) s = index->Error("cannot read the index cache");
-    else {
-      seen.use().Text(1, key);
-      applied = seen.use().Step() == SQLITE_ROW;
+  auto db = index_->Lock();
+  auto cache_failed = [&](const Status& s) {
+    return s.WithContext("the change is stored in " + blobs_->Describe() +
+                         ", but the local index cache could not be updated (it catches up on the next open)");
+  };
+  WriteTxn txn(db.get());
+  if (!txn.status().ok()) return cache_failed(txn.status());
+  // Another process sharing this cache may have refreshed in between.
+  Result<bool> applied = db->IsApplied(key);
+  if (!applied.ok()) return cache_failed(applied.status());
+  if (!*applied) {
+    Status s = ApplyChange(*db, change, versions);
+    if (s.ok()) s = db->MarkApplied(key);
+    if (!s.ok()) return cache_failed(s);
+  } else if (versions) {
+    for (const auto& n : change.names) {
+      Result<std::optional<NameRow>> row = db->FindName(n.name, 0);
+      if (!row.ok()) return cache_failed(row.status());
+      versions->push_back(row->has_value() && (*row)->object == n.object ? (*row)->version : 0);
     }
   }
-  if (s.ok() && !applied) {
-    s = ApplyLogRecord(index, r, versions);
-    if (s.ok())
-      s = Run(index, "INSERT INTO applied_log VALUES(?1)", [&](Use& u) { u.Text(1, key); },
-              "cannot record an applied log record");
-  }
-  for (size_t i = 0; s.ok() && applied && versions && i < r.names.size(); ++i) {
-    Result<std::optional<NameRow>> row = index->FindName(r.names[i].first, 0);
-    if (!row.ok()) s = row.status();
-    else versions->push_back(row->has_value() && (*row)->object == r.names[i].second ? (*row)->version : 0);
-  }
-  if (s.ok()) s = index->Commit();
-  if (!s.ok()) {
-    index->Rollback();
-    return s.WithContext("the change is stored in " + blobs_->Describe() +
-                         ", but the local index cache could not be updated (it catches up on "
-                         "the next open)");
-  }
+  Status s = txn.Commit();
+  if (!s.ok()) return cache_failed(s);
   int64_t e = 0, ms = 0;
   if (ParseLogKey(key, &e, &ms) && e > epoch_.load()) epoch_.store(e);
   return Status::OK();
 }
 
-Status Bucket::UploadPack(const std::string& name, const File& file, uint64_t size) {
-  Status s = blobs_->PutFile(PackKey(name), file, size);
-  if (!s.ok()) return s.WithContext("cannot upload pack " + name);
-  return s;
+Status BucketLog::Checkpoint() {
+  // Bucket stores do not write checkpoints yet: a new cache reads every
+  // change set since the store began (docs/design.md, "Bucket stores").
+  return Status::OK();
 }
+
+Status BucketLog::Rebuild() {
+  // Built aside and swapped in only once whole: a rebuild that fails
+  // keeps the cache as it was.
+  const std::string live = cache_dir_ + "/" + kIndexFile, fresh = live + ".rebuild";
+  std::string store_id;
+  {
+    auto db = index_->Lock();
+    Result<std::string> id = db->GetMeta("bucket_store_id");
+    if (!id.ok()) return id.status();
+    store_id = *id;
+  }
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env_->RemoveFile(fresh + suffix);
+  {
+    Index::OpenOptions o;
+    o.create = &meta_;
+    Result<std::unique_ptr<Index>> made = Index::Open(fresh, o);
+    if (!made.ok()) return made.status();
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->PrepareBucketCache());
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("bucket_store_id", store_id));
+    std::lock_guard<std::mutex> refresh(refresh_mu_);
+    CHUNKSTORE_RETURN_IF_ERROR(Follow(**made, true, nullptr));
+  }
+  index_->Reset(nullptr);
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) env_->RemoveFile(live + suffix);
+  CHUNKSTORE_RETURN_IF_ERROR(env_->RenameFile(fresh, live).WithContext("cannot put the rebuilt index cache in place"));
+  Index::OpenOptions o;
+  Result<std::unique_ptr<Index>> reopened = Index::Open(live, o);
+  if (!reopened.ok()) return reopened.status();
+  CHUNKSTORE_RETURN_IF_ERROR((*reopened)->PrepareBucketCache());
+  index_->Reset(std::move(*reopened));
+  return Status::OK();
+}
+
+Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
+  std::unique_ptr<Index> scratch;
+  if (!truth) {
+    Index::OpenOptions o;
+    o.create = &meta_;
+    Result<std::unique_ptr<Index>> made = Index::Open(":memory:", o);
+    if (!made.ok()) return made.status();
+    scratch = std::move(*made);
+    truth = scratch.get();
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(truth->PrepareBucketCache());
+  std::vector<Problem> problems;
+  Status s = Follow(*truth, true, nullptr);
+  if (!s.ok()) problems.push_back({true, s.message()});
+  return problems;
+}
+
+namespace {
+class NoGcLock final : public FileLock {};
+}  // namespace
+
+Result<std::unique_ptr<FileLock>> BucketLog::LockGc() { return std::unique_ptr<FileLock>(new NoGcLock); }
 
 }  // namespace chunkstore::internal

@@ -1,19 +1,17 @@
-// Bucket stores: a store whose packs, manifests and catalog live in a
-// BlobStore (S3), with the local SQLite index as a cache rebuilt from it.
+// Bucket stores: a store whose packs and change log live in a BlobStore
+// (S3), with the local SQLite index as a cache rebuilt from it.
 //
 // The bucket holds (docs/format.md, "Bucket layout"):
 //   config                 what the store was created with, and its id
 //   packs/pack-<hex>.pack  immutable pack files, same format as on disk
-//   log/<epoch>-<ms>-<hex> log records: every change to the store, each a
-//                          blob written once (publishes with their new
-//                          chunks, manifests and names; tags; removals; gc)
+//   log/<epoch>-<ms>-<hex> change sets, each a blob written once
 //   locks/<kind>-<hex>     lock blobs: writers take "shared", gc takes
 //                          "exclusive"
-// Applying every log record in key order to an empty index gives the
-// store's index; a cache applies the records it has not seen yet.
+// Applying every change set in key order to an empty index gives the
+// store's index; a cache applies the ones it has not seen yet. BucketLog
+// is the store's ChangeLog, BucketPacks (NewBucketPackSet) its PackSet.
 //
-// Thread safety: Bucket is safe for concurrent use; it serializes index
-// access through Store::Impl::db_mu like everything else.
+// Thread safety: everything here is safe for concurrent use.
 #pragma once
 
 #include <atomic>
@@ -26,52 +24,12 @@
 
 #include "chunkstore/blob_store.h"
 #include "chunkstore/env.h"
+#include "format/rows.h"
 #include "index/index.h"
-
-namespace chunkstore {
-struct Options;
-}
+#include "log/change_log.h"
+#include "packs/pack_set.h"
 
 namespace chunkstore::internal {
-
-// One change to the store, as written to log/. Sections that do not apply
-// to a kind stay empty. See docs/format.md for the encoding.
-struct LogRecord {
-  enum Kind : uint8_t { kPublish = 1, kTag = 2, kRemoveName = 3, kRemoveObject = 4, kGc = 5 };
-  Kind kind = kPublish;
-  int64_t time = 0;  // unix seconds, by the writer's clock
-  struct Pack {
-    std::string name;
-    uint64_t size = 0;
-  };
-  struct Chunk {
-    Digest id;
-    uint32_t pack = 0;  // index into packs
-    ChunkLocation loc;  // pack_id unused
-  };
-  struct RemovedChunk {
-    Digest id;
-    std::string pack;  // only the row in this pack goes
-  };
-  std::vector<Pack> packs;                            // publish; gc: new packs
-  std::vector<Chunk> chunks;                          // publish: new; gc: moved
-  std::vector<ObjectRow> objects;                     // publish
-  std::vector<std::pair<std::string, Digest>> names;  // publish, tag
-  std::vector<std::string> removed_names;             // remove-name
-  std::vector<Digest> removed_objects;                // remove-object, gc
-  std::vector<RemovedChunk> removed_chunks;           // gc
-  std::vector<std::string> removed_packs;             // gc
-};
-
-std::string EncodeLogRecord(const LogRecord& r);
-Result<LogRecord> DecodeLogRecord(const std::string& bytes);
-
-// Applies a record inside the caller's write transaction. Names added get
-// their version numbers in *versions (in the record's order). Applying is
-// idempotent for chunk, pack and object rows; a chunk stored twice by two
-// concurrent writers resolves to the copy in the pack with the smaller
-// name, so every cache agrees whatever order it saw the records in.
-Status ApplyLogRecord(Index* index, const LogRecord& r, std::vector<int64_t>* versions);
 
 // A pack in the bucket, read with ranged GETs.
 class RemotePackFile final : public File {
@@ -101,7 +59,7 @@ class BucketLock {
   const std::string& key() const { return key_; }
 
  private:
-  friend class Bucket;
+  friend class BucketLog;
   BucketLock(BlobStore* blobs, std::string key, std::string body);
   BlobStore* blobs_;
   std::string key_, body_;
@@ -111,7 +69,13 @@ class BucketLock {
   std::thread keeper_;
 };
 
-class Bucket {
+// Reads or (when create) writes a bucket's config blob. *meta gets the
+// store's chunking and compression; *store_id its id; *signed_store
+// whether it has a secret (then secret, if given, must be it).
+Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, const std::string& secret,
+                        StoreMeta* meta, std::string* store_id, bool* signed_store);
+
+class BucketLog final : public ChangeLog {
  public:
   // A lock older than this (by the bucket's clock) belongs to a crashed
   // process; holders refresh theirs every kLockRefreshSeconds.
@@ -121,44 +85,63 @@ class Bucket {
   // pick up records of concurrent writers whose clocks run behind.
   static constexpr int64_t kLogLookbackMs = 15 * 60 * 1000;
 
-  Bucket(std::unique_ptr<BlobStore> owned, BlobStore* blobs)
-      : owned_(std::move(owned)), blobs_(blobs) {}
+  // The log of the bucket behind blobs, cached in index (which must outlive
+  // it, and be a bucket cache: Index::PrepareBucketCache). cache_dir holds
+  // the index file (for rebuilds).
+  // secret: the store's (empty: it has none, or this machine does not
+  // hold it; then signed_store refuses every change).
+  BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string cache_dir, StoreMeta meta,
+            std::string secret, bool signed_store);
+  ~BucketLog() override;
 
-  BlobStore* blobs() const { return blobs_; }
+  Result<std::unique_ptr<Held>> Hold(bool exclusive, int wait_ms) override;
+  Status CatchUp() override;
+  Status Checkpoint() override;
+  Status Rebuild() override;
+  Result<std::vector<Problem>> Check(Index* truth) override;
+  Result<std::unique_ptr<FileLock>> LockGc() override;
+  bool gc_holds_throughout() const override { return true; }
 
-  // Reads or (when create) writes the config blob. *meta gets the store's
-  // chunking and compression; *store_id its id.
-  Status LoadConfig(bool create, const StoreMeta& wanted, StoreMeta* meta, std::string* store_id);
+  // The lock blob that proves a hold, for the bucket's own clock ("now" is
+  // its modification time).
+  Result<int64_t> BucketNow(const Held& held);
 
+ private:
+  class HeldBucket;
   // Takes a shared (publishers, catalog changes) or exclusive (gc) lock;
   // Busy when the other kind is held. Shared locks wait up to wait_ms for
   // a gc to finish.
   Result<std::unique_ptr<BucketLock>> Lock(bool exclusive, int wait_ms);
-
-  // Applies log records this cache has not seen. index_mu guards index.
-  Status Refresh(Index* index, std::mutex* index_mu);
-  // Writes a record to the bucket, then applies it to the cache.
-  Status Write(Index* index, std::mutex* index_mu, const LogRecord& r,
-               std::vector<int64_t>* versions);
-  // Uploads a finished pack.
-  Status UploadPack(const std::string& name, const File& file, uint64_t size);
-  static std::string PackKey(const std::string& name) { return "packs/" + name; }
-
-  // The gc epoch the cache has reached (records of a gc start a new one).
-  int64_t epoch() const { return epoch_.load(); }
-
- private:
-  Status ApplyKeys(Index* index, std::mutex* index_mu, const std::vector<std::string>& keys);
+  // Applies the log's records index lacks (index: the live cache or a
+  // scratch; both track what they applied in applied_log).
+  Status Follow(Index& index, bool whole, std::vector<std::string>* problems);
+  // Fetches and applies keys in order, to scratch, or to the live index
+  // when scratch is null.
+  Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys);
   // newest: the newest key applied to the cache ("" if none).
   std::string NewLogKey(int64_t epoch, const std::string& newest) const;
+  Status Write(ChangeSet& change, std::vector<int64_t>* versions, bool* made);
 
-  std::unique_ptr<BlobStore> owned_;
+  Env* env_;
   BlobStore* blobs_;
-  std::mutex refresh_mu_;  // one refresh at a time
+  IndexHandle* index_;
+  std::string cache_dir_;
+  StoreMeta meta_;
+  std::string secret_;
+  bool signed_store_;
+  std::mutex refresh_mu_;  // one refresh (or write) at a time
   std::atomic<int64_t> epoch_{0};
 };
 
-// Creates the cache tables a bucket store's index needs (idempotent).
-Status PrepareCacheIndex(Index* index);
+struct BucketPackOptions {
+  // A new pack is uploaded once it holds this many bytes.
+  uint64_t remote_pack_size = 64ull << 20;
+};
+
+// The packs of a bucket store: assembled in staging files under
+// staging_dir by the same writer as on disk, uploaded whole when sealed,
+// never appended to again, and read with ranged GETs.
+std::unique_ptr<PackSet> NewBucketPackSet(Env* env, BlobStore* blobs, std::string staging_dir,
+                                          IndexHandle* index, BucketPackOptions options);
 
 }  // namespace chunkstore::internal

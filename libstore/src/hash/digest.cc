@@ -120,3 +120,37 @@ std::string RandomHex(size_t n) {
 }
 
 }  // namespace chunkstore::internal
+
+namespace chunkstore::internal {
+
+Digest HmacSha256(const std::string& key, const void* data, size_t n) {
+  // RFC 2104 over a 64-byte block: a longer key is hashed first.
+  std::array<uint8_t, 64> k{};
+  if (key.size() > k.size()) {
+    const Digest d = Sha256::Of(key.data(), key.size());
+    std::memcpy(k.data(), d.bytes.data(), d.bytes.size());
+  } else {
+    std::memcpy(k.data(), key.data(), key.size());
+  }
+  std::array<uint8_t, 64> pad;
+  Sha256 inner;
+  for (size_t i = 0; i < pad.size(); ++i) pad[i] = k[i] ^ 0x36;
+  inner.Update(pad.data(), pad.size());
+  inner.Update(data, n);
+  const Digest in = inner.Finish();
+  Sha256 outer;
+  for (size_t i = 0; i < pad.size(); ++i) pad[i] = k[i] ^ 0x5c;
+  outer.Update(pad.data(), pad.size());
+  outer.Update(in.bytes.data(), in.bytes.size());
+  return outer.Finish();
+}
+
+bool ConstantTimeEqual(const void* a, const void* b, size_t n) {
+  const auto* x = static_cast<const volatile uint8_t*>(a);
+  const auto* y = static_cast<const volatile uint8_t*>(b);
+  uint8_t diff = 0;
+  for (size_t i = 0; i < n; ++i) diff |= x[i] ^ y[i];
+  return diff == 0;
+}
+
+}  // namespace chunkstore::internal

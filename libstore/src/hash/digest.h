@@ -62,6 +62,12 @@ class Sha256 {
   evp_md_ctx_st* ctx_;
 };
 
+// HMAC-SHA256 of data[0, n) under key (RFC 2104). Thread-safe.
+Digest HmacSha256(const std::string& key, const void* data, size_t n);
+// Whether a[0, n) equals b[0, n), in a time that does not depend on where
+// they differ (for comparing MACs).
+bool ConstantTimeEqual(const void* a, const void* b, size_t n);
+
 // xxHash64 (seed 0) of the stored bytes of a chunk: a cheap check that the
 // bytes read from a pack are the bytes written, before the full SHA-256.
 uint64_t XxHash64(const void* data, size_t n);

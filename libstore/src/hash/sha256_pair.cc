@@ -9,6 +9,11 @@
 // which are independent, so the core overlaps them.
 #include "hash/sha256_pair.h"
 
+// The fallback takes blocks into a given state, which only OpenSSL's
+// low-level interface allows; it is deprecated in OpenSSL 3 but kept.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -191,6 +196,29 @@ void FinishMessage(uint32_t*, const uint8_t*, size_t, uint64_t) { std::abort(); 
 
 #endif
 
+// Blocks into a state through OpenSSL, for CPUs without the extensions
+// (and the tests that turn them off).
+void CompressOpenSsl(uint32_t h[8], const uint8_t* p, size_t blocks) {
+  SHA256_CTX c;
+  SHA256_Init(&c);
+  std::memcpy(c.h, h, 32);
+  for (; blocks > 0; --blocks, p += 64) SHA256_Transform(&c, p);
+  std::memcpy(h, c.h, 32);
+}
+
+void FinishOpenSsl(uint32_t h[8], const uint8_t* rest, size_t rest_len, uint64_t total_len) {
+  const size_t whole = rest_len / 64;
+  CompressOpenSsl(h, rest, whole);
+  uint8_t tail[128] = {};
+  const size_t left = rest_len % 64;
+  if (left > 0) std::memcpy(tail, rest + 64 * whole, left);
+  tail[left] = 0x80;
+  const size_t tail_len = left < 56 ? 64 : 128;
+  const uint64_t bits = total_len * 8;
+  for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
+  CompressOpenSsl(h, tail, tail_len / 64);
+}
+
 const bool kCpuHasSha = CpuHasShaExtensions();
 std::atomic<bool> interleave_enabled{true};
 std::atomic<int> keeps_speed_override{-1};
@@ -247,9 +275,30 @@ void Sha256Pair(const void* a, size_t na, Digest* da, const void* b, size_t nb, 
   *db = Sha256::Of(b, nb);
 }
 
-Sha256Stream::Sha256Stream() : interleave_(Sha256PairInterleaves()) {
-  std::memcpy(state_, kInitial, sizeof state_);
-  if (!interleave_) openssl_ = std::make_unique<Sha256>();
+void Sha256InitialState(uint32_t h[8]) { std::memcpy(h, kInitial, sizeof kInitial); }
+
+void Sha256Compress(uint32_t h[8], const uint8_t* p, size_t blocks) {
+  if (blocks == 0) return;
+  if (kCpuHasSha) CompressOne(h, p, blocks);
+  else CompressOpenSsl(h, p, blocks);
+}
+
+Digest Sha256FinishFrom(uint32_t h[8], const uint8_t* rest, size_t n, uint64_t total) {
+  if (kCpuHasSha) FinishMessage(h, rest, n, total);
+  else FinishOpenSsl(h, rest, n, total);
+  Digest d;
+  StoreDigest(h, &d);
+  return d;
+}
+
+Sha256Stream::Sha256Stream() : interleave_(Sha256PairInterleaves()) { std::memcpy(state_, kInitial, sizeof state_); }
+
+void Sha256Stream::MarkChunk() {
+  // A chunk that ended before a boundary never got one.
+  waiting_ = false;
+  chain_.emplace_back();
+  waiting_ = true;
+  if (buffered_ == 0) AtBoundary();
 }
 
 size_t Sha256Stream::FillOpenBlock(const uint8_t* p, size_t n) {
@@ -259,14 +308,14 @@ size_t Sha256Stream::FillOpenBlock(const uint8_t* p, size_t n) {
   buffered_ += take;
   total_ += take;
   if (buffered_ == 64) {
-    CompressOne(state_, block_, 1);
+    Sha256Compress(state_, block_, 1);
     buffered_ = 0;
+    AtBoundary();
   }
   return take;
 }
 
 void Sha256Stream::Update(const void* data, size_t n) {
-  if (!interleave_) return openssl_->Update(data, n);
   if (n == 0) return;  // data may be null
   const uint8_t* p = static_cast<const uint8_t*>(data);
   const size_t head = FillOpenBlock(p, n);
@@ -274,7 +323,7 @@ void Sha256Stream::Update(const void* data, size_t n) {
   p += head;
   n -= head;
   total_ += n;
-  CompressOne(state_, p, n / 64);
+  Sha256Compress(state_, p, n / 64);
   buffered_ = n % 64;
   std::memcpy(block_, p + n - buffered_, buffered_);
 }
@@ -320,7 +369,7 @@ void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b) {
 }
 
 void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
-                 const std::function<void(size_t, const Digest&)>& done) {
+                 const std::function<void(size_t, Sha256Partial&)>& done) {
   Sha256Partial lane[2];
   size_t at[2] = {0, 0};
   bool busy[2] = {false, false};
@@ -338,20 +387,30 @@ void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& st
     Sha256PairBlocks(lane[0], lane[1]);  // leaves at least one lane out of blocks
     for (int l = 0; l < 2; ++l) {
       if (!lane[l].HasBlocks()) {
-        done(at[l], lane[l].Finish());
+        done(at[l], lane[l]);
         fill(l);
       }
     }
   }
   for (int l = 0; l < 2; ++l)
-    if (busy[l]) done(at[l], lane[l].Finish());
+    if (busy[l]) done(at[l], lane[l]);
 }
 
 void Sha256Partial::Start(const void* data, size_t n) {
   interleave_ = Sha256PairInterleaves();
+  chain_ = false;
   std::memcpy(h_, kInitial, sizeof h_);
   p_ = static_cast<const uint8_t*>(data);
   n_ = n;
+  done_ = 0;
+}
+
+void Sha256Partial::StartFrom(const ChainState& from, const void* data, size_t n) {
+  interleave_ = Sha256PairInterleaves();
+  chain_ = true;
+  std::memcpy(h_, from.h.data(), sizeof h_);
+  p_ = static_cast<const uint8_t*>(data);
+  n_ = n - n % 64;
   done_ = 0;
 }
 
@@ -363,11 +422,21 @@ Digest Sha256Partial::Finish() {
   return d;
 }
 
+ChainState Sha256Partial::FinishChain() {
+  // A lane that does not interleave only had its count moved: its blocks
+  // are all still to do, from the state it started from.
+  if (!interleave_) done_ = 0;
+  Sha256Compress(h_, p_ + done_, (n_ - done_) / 64);
+  done_ = n_;
+  ChainState s;
+  std::memcpy(s.h.data(), h_, sizeof h_);
+  s.valid = true;
+  return s;
+}
+
 Digest Sha256Stream::Finish() {
-  if (!interleave_) return openssl_->Finish();
-  FinishMessage(state_, block_, buffered_, total_);
-  Digest d;
-  StoreDigest(state_, &d);
+  waiting_ = false;
+  Digest d = Sha256FinishFrom(state_, block_, buffered_, total_);
   return d;
 }
 

@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
+#include "hash/chain.h"
 #include "hash/digest.h"
 
 namespace chunkstore::internal {
@@ -27,6 +29,15 @@ namespace chunkstore::internal {
 // ranges may overlap or be the same; either length may be zero.
 // Thread-safe.
 void Sha256Pair(const void* a, size_t na, Digest* da, const void* b, size_t nb, Digest* db);
+
+// The raw compression function, for chain states (chain.h): SHA-256's
+// initial state, `blocks` 64-byte blocks at p taken into state h, and the
+// digest of a message whose chain stood at h with `rest` left to hash and
+// `total` bytes in all. With the SHA extensions this library's own rounds
+// do it; without, OpenSSL's.
+void Sha256InitialState(uint32_t h[8]);
+void Sha256Compress(uint32_t h[8], const uint8_t* p, size_t blocks);
+Digest Sha256FinishFrom(uint32_t h[8], const uint8_t* rest, size_t n, uint64_t total);
 
 // One message's SHA-256, computed a stretch at a time alongside a
 // Sha256Stream (Sha256Stream::UpdateAlongside), so that a running hash
@@ -37,16 +48,24 @@ class Sha256Partial {
  public:
   // Begins the message data[0, n); forgets any earlier one.
   void Start(const void* data, size_t n);
+  // Begins a stretch of a chain instead (chain.h): n (a multiple of 64)
+  // bytes at data, taken into the chain from state `from`. FinishChain,
+  // not Finish, ends it.
+  void StartFrom(const ChainState& from, const void* data, size_t n);
   // Whether whole 64-byte blocks of the message are still unhashed (a
   // Sha256Stream can take them along).
   bool HasBlocks() const { return n_ - done_ >= 64; }
   // Hashes what is left of the message and returns its digest.
   Digest Finish();
+  // Hashes what is left of a stretch begun with StartFrom and returns the
+  // chain's state after it.
+  ChainState FinishChain();
 
  private:
   friend class Sha256Stream;
   friend void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
   bool interleave_ = false;
+  bool chain_ = false;
   uint32_t h_[8] = {};
   const uint8_t* p_ = nullptr;
   size_t n_ = 0;
@@ -64,18 +83,21 @@ void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
 // Hashes a run of messages 0 .. n-1 through two lanes (Sha256PairBlocks),
 // each lane starting the run's next message as soon as its own is done,
 // so only the end of the last one runs alone. start(k, lane) begins
-// message k in the lane (lane.Start) and returns true, or returns false to
-// skip it; done(k, digest) follows for every message begun, in the order
-// they finish. Both are called on the calling thread, one at a time.
+// message k in the lane (lane.Start or lane.StartFrom) and returns true,
+// or returns false to skip it; done(k, lane) follows for every message
+// begun, in the order they finish, and ends it (lane.Finish or
+// lane.FinishChain). Both are called on the calling thread, one at a
+// time.
 void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
-                 const std::function<void(size_t, const Digest&)>& done);
+                 const std::function<void(size_t, Sha256Partial&)>& done);
 
 // A running SHA-256 (an object's) that can hash other messages (chunks)
 // in the same pass as it takes its own bytes: UpdateAlongside pairs the
 // running hash with another message the way Sha256Pair pairs two.
 // Interleaves when Sha256PairInterleaves() held at construction;
-// otherwise OpenSSL does both. Not copyable; not thread-safe (one thread
-// at a time feeds it).
+// otherwise takes other's blocks alone. It also records the chain states
+// a manifest keeps (chain.h): MarkChunk before each chunk's bytes.
+// Not copyable; not thread-safe (one thread at a time feeds it).
 class Sha256Stream {
  public:
   Sha256Stream();
@@ -92,6 +114,12 @@ class Sha256Stream {
   // Whether this stream interleaves (Sha256PairInterleaves() at
   // construction).
   bool Interleaves() const { return interleave_; }
+  // The next bytes given begin a chunk: the chain state at the first
+  // block boundary at or past here is recorded for it (invalid if the
+  // stream ends first).
+  void MarkChunk();
+  // The states recorded, one for each MarkChunk, in order (after Finish).
+  std::vector<ChainState>& chain() { return chain_; }
   // The digest of everything given; the stream is spent afterwards.
   Digest Finish();
 
@@ -99,15 +127,22 @@ class Sha256Stream {
   // Moves up to n bytes of p into the open (incomplete) block, hashing it
   // once full; returns how many. Nothing when no block is open.
   size_t FillOpenBlock(const uint8_t* p, size_t n);
+  // The state is at a block boundary: a chunk waiting for one gets it.
+  void AtBoundary() {
+    if (!waiting_) return;
+    ChainState& s = chain_.back();
+    std::memcpy(s.h.data(), state_, sizeof state_);
+    s.valid = true;
+    waiting_ = false;
+  }
 
   bool interleave_;
   uint32_t state_[8];
   uint8_t block_[64];  // bytes of the current, incomplete block
   size_t buffered_ = 0;
   uint64_t total_ = 0;
-  // Only without interleaving: OpenSSL does the work, and is initialized
-  // only then.
-  std::unique_ptr<Sha256> openssl_;
+  std::vector<ChainState> chain_;
+  bool waiting_ = false;  // chain_.back() waits for the next boundary
 };
 
 // Whether Sha256Pair interleaves on this machine (SHA extensions present

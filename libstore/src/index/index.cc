@@ -1,11 +1,12 @@
-// SQLite-backed index: schema creation and checks, prepared statements for
-// every hot query, and translation of SQLite errors into Status values that
-// a user can act on (no SQLite jargon leaks out).
+// The SQLite index: opening and creating it, the schema and its versions,
+// the store's meta rows, transactions, and translation of SQLite errors
+// into Status values a user can act on (no SQLite jargon leaks out). The
+// queries themselves are in queries.cc.
 #include "index/index.h"
 
-#include "index/sql.h"
-
 #include <cstring>
+
+#include "index/sql.h"
 
 namespace chunkstore::internal {
 
@@ -60,13 +61,6 @@ uint32_t EffectiveInlineMax(uint32_t inline_max, const ChunkerParams& chunking) 
   return inline_max < chunking.min_size ? inline_max : chunking.min_size - 1;
 }
 
-struct Index::Statements {
-  Stmt find_chunk, insert_chunk, insert_pack, set_pack_size, find_pack, list_packs;
-  Stmt find_object, find_object_of_size, find_object_chunk, insert_object, pin_object, find_prefix, insert_name, find_name,
-      find_latest_name;
-  Stmt begin, begin_read, commit, rollback, data_version;
-};
-
 Index::Index(sqlite3* db) : db_(db) {}
 
 Index::~Index() {
@@ -83,9 +77,10 @@ Status Index::Error(const char* what) const {
       return Status::Busy(std::string(what) +
                           ": another process is holding the store's index; try again");
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
       return Status::Corruption(std::string(what) + ": the index database is damaged (" + msg +
-                                ")");
+                                "); `chunkstore index rebuild` recreates it from the store's log");
+    case SQLITE_NOTADB:
+      return Status::InvalidArgument(std::string(what) + ": the index file is not a database");
     case SQLITE_FULL:
       return Status::IOError(std::string(what) + ": the disk is full");
     case SQLITE_READONLY:
@@ -102,50 +97,103 @@ Status Index::Exec(const char* sql) {
   return Status::OK();
 }
 
-Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const StoreMeta* create,
-                                           bool durable, int busy_timeout_ms) {
+Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOptions& options) {
   const bool memory = path == ":memory:";
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
-  if (create) flags |= SQLITE_OPEN_CREATE;
+  int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  flags |= options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  if (options.create) flags |= SQLITE_OPEN_CREATE;
+  // A read-only open takes no locks and never touches -wal or -shm, which
+  // is what lets a store on read-only media be read at all; it is only
+  // safe while nobody writes the index, which read-only media guarantee.
+  std::string uri = path;
+  if (!memory) {
+    uri = "file:";
+    for (char c : path) {
+      if (c == '%' || c == '?' || c == '#') {
+        char esc[4];
+        std::snprintf(esc, sizeof esc, "%%%02X", static_cast<unsigned char>(c));
+        uri += esc;
+      } else {
+        uri += c;
+      }
+    }
+    if (options.read_only) uri += "?immutable=1";
+  }
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  const int rc = sqlite3_open_v2(uri.c_str(), &db, flags, nullptr);
   std::unique_ptr<Index> index(new Index(db));
   if (rc != SQLITE_OK) {
     if (db == nullptr) return Status::IOError("cannot open index " + path + ": out of memory");
     return index->Error(("cannot open index " + path).c_str());
   }
-  sqlite3_busy_timeout(db, busy_timeout_ms);
+  sqlite3_busy_timeout(db, options.busy_timeout_ms);
   sqlite3_extended_result_codes(db, 1);
-  if (create) {
+  if (options.create) {
     if (!memory) CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA journal_mode=WAL"));
-    CHUNKSTORE_RETURN_IF_ERROR(index->Exec("BEGIN"));
-    CHUNKSTORE_RETURN_IF_ERROR(index->Exec(kSchema));
-    const auto& c = create->chunking;
-    // Only a store that may hold inline objects needs the newer version.
-    const int version = create->inline_max > 0 ? kSchemaVersion : 1;
-    std::string meta =
-        "INSERT INTO meta VALUES('format','chunkstore'),('schema_version','" +
-        std::to_string(version) + "'),('chunk_min','" + std::to_string(c.min_size) +
-        "'),('chunk_avg','" + std::to_string(c.avg_size) + "'),('chunk_max','" +
-        std::to_string(c.max_size) + "'),('chunk_level','" + std::to_string(c.level) +
-        "'),('compression','" + (create->compression ? "zlib" : "none") + "')";
-    if (create->inline_max > 0) meta += ",('inline_max','" + std::to_string(create->inline_max) + "')";
-    CHUNKSTORE_RETURN_IF_ERROR(index->Exec(meta.c_str()));
-    CHUNKSTORE_RETURN_IF_ERROR(index->Exec("COMMIT"));
+    CHUNKSTORE_RETURN_IF_ERROR(index->CreateSchema(*options.create));
   }
   CHUNKSTORE_RETURN_IF_ERROR(index->LoadMeta());
-  // Stores created before objects_by_size get it on their first writable
-  // open (a no-op once it exists). It is an optimization only: an open
-  // that cannot write (busy, read-only) goes on without it.
-  if (!create)
+  if (!options.read_only) {
+    // Indexes made before objects_by_size get it on their first writable
+    // open (a no-op once it exists). It only speeds publishing up: an open
+    // that cannot write (busy, read-only) goes on without it.
     sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS objects_by_size ON objects(size, created) WHERE size >= 1048576",
                  nullptr, nullptr, nullptr);
-  // In WAL mode FULL syncs the log at every commit, which is what makes a
-  // returned publish durable; NORMAL may lose the last commits on power loss.
-  CHUNKSTORE_RETURN_IF_ERROR(
-      index->Exec(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+    // In WAL mode FULL syncs the log at every commit; NORMAL may lose the
+    // last commits on power loss, which the change log gives back.
+    CHUNKSTORE_RETURN_IF_ERROR(
+        index->Exec(options.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  }
   CHUNKSTORE_RETURN_IF_ERROR(index->Prepare());
   return index;
+}
+
+Status Index::CreateSchema(const StoreMeta& meta) {
+  CHUNKSTORE_RETURN_IF_ERROR(Exec("BEGIN"));
+  Status s = Exec(kSchema);
+  if (s.ok()) s = Exec("INSERT INTO meta VALUES('format','chunkstore')");
+  if (s.ok()) {
+    // The meta rows are written by one statement each, bound: no value is
+    // ever spliced into SQL text.
+    Query q(db_, "INSERT OR REPLACE INTO meta VALUES(?1, ?2)");
+    if (!q.ok()) s = Error("cannot record store metadata");
+    const auto& c = meta.chunking;
+    const std::pair<std::string, std::string> rows[] = {
+        {"schema_version", std::to_string(kSchemaVersion)},
+        {"chunk_min", std::to_string(c.min_size)},
+        {"chunk_avg", std::to_string(c.avg_size)},
+        {"chunk_max", std::to_string(c.max_size)},
+        {"chunk_level", std::to_string(c.level)},
+        {"compression", meta.compression ? "zlib" : "none"},
+        {"inline_max", std::to_string(meta.inline_max)},
+    };
+    for (const auto& [k, v] : rows) {
+      if (!s.ok()) break;
+      q.use().Text(1, k).Text(2, v);
+      if (q.use().Step() != SQLITE_DONE) s = Error("cannot record store metadata");
+      q.use().Reset();
+    }
+  }
+  if (s.ok()) return Exec("COMMIT");
+  Exec("ROLLBACK");
+  return s;
+}
+
+Status Index::SetStoreMeta(const StoreMeta& meta, int schema_version) {
+  const auto& c = meta.chunking;
+  const std::pair<const char*, std::string> rows[] = {
+      {"schema_version", std::to_string(schema_version)},
+      {"chunk_min", std::to_string(c.min_size)},
+      {"chunk_avg", std::to_string(c.avg_size)},
+      {"chunk_max", std::to_string(c.max_size)},
+      {"chunk_level", std::to_string(c.level)},
+      {"compression", meta.compression ? "zlib" : "none"},
+      {"inline_max", std::to_string(meta.inline_max)},
+  };
+  for (const auto& [k, v] : rows) CHUNKSTORE_RETURN_IF_ERROR(SetMeta(k, v));
+  meta_ = meta;
+  schema_version_ = schema_version;
+  return Status::OK();
 }
 
 Status Index::LoadMeta() {
@@ -160,8 +208,11 @@ Status Index::LoadMeta() {
   int64_t version = -1;
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    const std::string key = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    const std::string value = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+    const auto* k = sqlite3_column_text(s, 0);
+    const auto* v = sqlite3_column_text(s, 1);
+    if (!k || !v) continue;
+    const std::string key = reinterpret_cast<const char*>(k);
+    const std::string value = reinterpret_cast<const char*>(v);
     const auto num = [&] { return static_cast<uint32_t>(std::strtoull(value.c_str(), nullptr, 10)); };
     if (key == "format") format = value;
     else if (key == "schema_version") version = std::strtoll(value.c_str(), nullptr, 10);
@@ -188,54 +239,7 @@ Status Index::LoadMeta() {
                               std::to_string(version));
   CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(meta_.inline_max, meta_.chunking)
                                  .WithContext("the store records an invalid inline limit"));
-  return Status::OK();
-}
-
-Status Index::Prepare() {
-  st_ = std::make_unique<Statements>();
-  struct {
-    Stmt* stmt;
-    const char* sql;
-  } all[] = {
-      {&st_->find_chunk,
-       "SELECT pack, offset, raw_len, stored_len, codec, xxh64 FROM chunks WHERE id=?1"},
-      {&st_->insert_chunk, "INSERT OR IGNORE INTO chunks VALUES(?1,?2,?3,?4,?5,?6,?7)"},
-      {&st_->insert_pack, "INSERT INTO packs(name, size) VALUES(?1, ?2)"},
-      {&st_->set_pack_size, "UPDATE packs SET size=?2 WHERE id=?1"},
-      {&st_->find_pack, "SELECT id, name, size FROM packs WHERE id=?1"},
-      {&st_->list_packs, "SELECT id, name, size FROM packs ORDER BY id"},
-      {&st_->find_object, "SELECT size, chunk_count, manifest, created, pinned FROM objects WHERE id=?1"},
-      // The literal bound makes objects_by_size (a partial index) usable.
-      {&st_->find_object_of_size,
-       "SELECT id, size, chunk_count, manifest, created, pinned FROM objects "
-       "WHERE size=?1 AND size >= 1048576 ORDER BY created DESC LIMIT 1"},
-      // An inline row's manifest column holds content, not chunk ids: the
-      // CASE gives it a NULL key, so SQLite skips the seek into chunks that
-      // a plain ON condition would still make with its first 32 bytes.
-      {&st_->find_object_chunk,
-       "SELECT o.size, o.chunk_count, o.manifest, o.created, o.pinned, c.pack, c.offset, c.raw_len, "
-       "c.stored_len, c.codec, c.xxh64 FROM objects o LEFT JOIN chunks c "
-       "ON c.id = CASE WHEN o.chunk_count > 0 THEN substr(o.manifest, 1, 32) END WHERE o.id=?1"},
-      {&st_->insert_object, "INSERT OR IGNORE INTO objects VALUES(?1,?2,?3,?4,?5,?6)"},
-      {&st_->pin_object, "UPDATE objects SET pinned = 1 WHERE id=?1 AND pinned = 0"},
-      {&st_->find_prefix, "SELECT id FROM objects WHERE id>=?1 AND id<=?2 LIMIT ?3"},
-      {&st_->insert_name,
-       "INSERT INTO names SELECT ?1, coalesce(max(version), 0) + 1, ?2, ?3 FROM names "
-       "WHERE name=?1 RETURNING version"},
-      {&st_->find_name, "SELECT version, object, created FROM names WHERE name=?1 AND version=?2"},
-      {&st_->find_latest_name,
-       "SELECT version, object, created FROM names WHERE name=?1 ORDER BY version DESC LIMIT 1"},
-      {&st_->begin, "BEGIN IMMEDIATE"},
-      {&st_->begin_read, "BEGIN"},
-      {&st_->commit, "COMMIT"},
-      {&st_->rollback, "ROLLBACK"},
-      {&st_->data_version, "PRAGMA data_version"},
-  };
-  for (auto& s : all) {
-    if (sqlite3_prepare_v3(db_, s.sql, -1, SQLITE_PREPARE_PERSISTENT, s.stmt->addr(), nullptr) !=
-        SQLITE_OK)
-      return Error("cannot prepare index statements");
-  }
+  schema_version_ = static_cast<int>(version);
   return Status::OK();
 }
 
@@ -267,178 +271,36 @@ void Index::Rollback() {
   u.Step();
 }
 
-Result<std::optional<ChunkLocation>> Index::FindChunk(const Digest& id) {
-  Use u(st_->find_chunk);
-  u.Id(1, id);
+Result<std::string> Index::GetMeta(const std::string& key) {
+  Use u(st_->get_meta);
+  u.Text(1, key);
   const int rc = u.Step();
-  if (rc == SQLITE_DONE) return std::optional<ChunkLocation>();
-  if (rc != SQLITE_ROW) return Error("cannot look up a chunk");
-  return std::optional<ChunkLocation>(ReadChunkLocation(u, 0));
+  if (rc == SQLITE_DONE) return std::string();
+  if (rc != SQLITE_ROW) return Error("cannot read store metadata");
+  return u.ColText(0);
 }
 
-Status Index::InsertChunk(const Digest& id, const ChunkLocation& loc) {
-  Use u(st_->insert_chunk);
-  u.Id(1, id)
-      .Int(2, loc.pack_id)
-      .Int(3, static_cast<int64_t>(loc.offset))
-      .Int(4, loc.raw_len)
-      .Int(5, loc.stored_len)
-      .Int(6, static_cast<int64_t>(loc.codec))
-      .Int(7, static_cast<int64_t>(loc.xxh64));
-  if (u.Step() != SQLITE_DONE) return Error("cannot record a chunk");
+Status Index::SetMeta(const std::string& key, const std::string& value) {
+  Use u(st_->set_meta);
+  u.Text(1, key).Text(2, value);
+  if (u.Step() != SQLITE_DONE) return Error("cannot record store metadata");
   return Status::OK();
 }
 
-Result<int64_t> Index::InsertPack(const std::string& name, uint64_t size) {
-  Use u(st_->insert_pack);
-  u.Text(1, name).Int(2, static_cast<int64_t>(size));
-  if (u.Step() != SQLITE_DONE) return Error("cannot record a pack");
-  return sqlite3_last_insert_rowid(db_);
-}
-
-Status Index::SetPackSize(int64_t id, uint64_t size) {
-  Use u(st_->set_pack_size);
-  u.Int(1, id).Int(2, static_cast<int64_t>(size));
-  if (u.Step() != SQLITE_DONE) return Error("cannot record a pack's size");
-  return Status::OK();
-}
-
-Result<std::optional<PackRow>> Index::FindPack(int64_t id) {
-  Use u(st_->find_pack);
-  u.Int(1, id);
-  const int rc = u.Step();
-  if (rc == SQLITE_DONE) return std::optional<PackRow>();
-  if (rc != SQLITE_ROW) return Error("cannot look up a pack");
-  return std::optional<PackRow>(
-      PackRow{u.ColInt(0), u.ColText(1), static_cast<uint64_t>(u.ColInt(2))});
-}
-
-Result<std::vector<PackRow>> Index::ListPacks() {
-  Use u(st_->list_packs);
-  std::vector<PackRow> out;
+Result<std::vector<std::string>> Index::IntegrityCheck() {
+  Query q(db_, "PRAGMA integrity_check");
+  if (!q.ok()) return Error("cannot check the index");
+  std::vector<std::string> problems;
   int rc;
-  while ((rc = u.Step()) == SQLITE_ROW)
-    out.push_back(PackRow{u.ColInt(0), u.ColText(1), static_cast<uint64_t>(u.ColInt(2))});
-  if (rc != SQLITE_DONE) return Error("cannot list packs");
-  return out;
-}
-
-Result<std::optional<ObjectRow>> Index::FindObject(const Digest& id) {
-  Use u(st_->find_object);
-  u.Id(1, id);
-  const int rc = u.Step();
-  if (rc == SQLITE_DONE) return std::optional<ObjectRow>();
-  if (rc != SQLITE_ROW) return Error("cannot look up an object");
-  return std::optional<ObjectRow>(ReadObjectRow(u, id, 0));
-}
-
-Result<std::optional<ObjectRow>> Index::FindObjectOfSize(uint64_t size) {
-  if (size < kSizeIndexedFrom) return std::optional<ObjectRow>();
-  Use u(st_->find_object_of_size);
-  u.Int(1, static_cast<int64_t>(size));
-  const int rc = u.Step();
-  if (rc == SQLITE_DONE) return std::optional<ObjectRow>();
-  if (rc != SQLITE_ROW) return Error("cannot look up an object");
-  Digest id;
-  if (!u.ColId(0, &id)) return std::optional<ObjectRow>();  // damaged row: no candidate
-  return std::optional<ObjectRow>(ReadObjectRow(u, id, 1));
-}
-
-Result<std::optional<std::pair<ObjectRow, std::optional<ChunkLocation>>>>
-Index::FindObjectAndFirstChunk(const Digest& id) {
-  using Found = std::pair<ObjectRow, std::optional<ChunkLocation>>;
-  Use u(st_->find_object_chunk);
-  u.Id(1, id);
-  const int rc = u.Step();
-  if (rc == SQLITE_DONE) return std::optional<Found>();
-  if (rc != SQLITE_ROW) return Error("cannot look up an object");
-  Found f;
-  f.first = ReadObjectRow(u, id, 0);
-  if (sqlite3_column_type(st_->find_object_chunk.get(), 5) != SQLITE_NULL) f.second = ReadChunkLocation(u, 5);
-  return std::optional<Found>(std::move(f));
-}
-
-Result<Index::ChangeMark> Index::Mark() {
-  ChangeMark m;
-  m.removals = chunk_removals_.load();
-  Use u(st_->data_version);
-  if (u.Step() != SQLITE_ROW) return Error("cannot read the index's data version");
-  m.data_version = u.ColInt(0);
-  return m;
-}
-
-Result<bool> Index::InsertObject(const ObjectRow& row) {
-  Use u(st_->insert_object);
-  u.Id(1, row.id)
-      .Int(2, static_cast<int64_t>(row.size))
-      .Int(3, row.chunk_count)
-      .Blob(4, row.manifest.data(), row.manifest.size())
-      .Int(5, row.created)
-      .Int(6, row.pinned ? 1 : 0);
-  if (u.Step() != SQLITE_DONE) return Error("cannot record an object");
-  if (sqlite3_changes(db_) > 0) return true;
-  if (row.pinned) {
-    Use p(st_->pin_object);
-    p.Id(1, row.id);
-    if (p.Step() != SQLITE_DONE) return Error("cannot record an object");
+  while ((rc = q.use().Step()) == SQLITE_ROW) {
+    std::string line = q.use().ColText(0);
+    if (line != "ok") problems.push_back(std::move(line));
   }
-  return false;
-}
-
-Result<std::vector<Digest>> Index::FindObjectsByPrefix(const std::string& hex_prefix, int limit) {
-  // Object ids are raw 32-byte blobs: the prefix becomes the byte range
-  // [prefix 00.., prefix ff..]; an odd digit count fixes the high nibble.
-  Digest lo, hi;
-  hi.bytes.fill(0xff);
-  for (size_t i = 0; i < hex_prefix.size() && i < 64; ++i) {
-    const char c = hex_prefix[i];
-    const int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-    uint8_t& l = lo.bytes[i / 2];
-    uint8_t& h = hi.bytes[i / 2];
-    if (i % 2 == 0) {
-      l = static_cast<uint8_t>(v << 4);
-      h = static_cast<uint8_t>(v << 4 | 0x0f);
-    } else {
-      l = static_cast<uint8_t>(l | v);
-      h = static_cast<uint8_t>((h & 0xf0) | v);
-    }
+  if (rc != SQLITE_DONE) {
+    // A database too damaged to check is itself the finding.
+    problems.push_back(Error("integrity check").message());
   }
-  Use u(st_->find_prefix);
-  u.Id(1, lo).Id(2, hi).Int(3, limit);
-  std::vector<Digest> out;
-  int rc;
-  while ((rc = u.Step()) == SQLITE_ROW) {
-    Digest d;
-    if (u.ColId(0, &d)) out.push_back(d);
-  }
-  if (rc != SQLITE_DONE) return Error("cannot search object ids");
-  return out;
-}
-
-Result<int64_t> Index::AddName(const std::string& name, const Digest& object, int64_t created) {
-  // One statement finds the next version and inserts it.
-  Use u(st_->insert_name);
-  u.Text(1, name).Id(2, object).Int(3, created);
-  if (u.Step() != SQLITE_ROW) return Error("cannot record a name");
-  const int64_t version = u.ColInt(0);
-  if (u.Step() != SQLITE_DONE) return Error("cannot record a name");
-  return version;
-}
-
-Result<std::optional<NameRow>> Index::FindName(const std::string& name, int64_t version) {
-  Stmt& stmt = version == 0 ? st_->find_latest_name : st_->find_name;
-  Use u(stmt);
-  u.Text(1, name);
-  if (version != 0) u.Int(2, version);
-  const int rc = u.Step();
-  if (rc == SQLITE_DONE) return std::optional<NameRow>();
-  if (rc != SQLITE_ROW) return Error("cannot look up a name");
-  NameRow row;
-  row.name = name;
-  row.version = u.ColInt(0);
-  if (!u.ColId(1, &row.object)) return Status::Corruption("name " + name + " has a malformed object id");
-  row.created = u.ColInt(2);
-  return std::optional<NameRow>(std::move(row));
+  return problems;
 }
 
 }  // namespace chunkstore::internal

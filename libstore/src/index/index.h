@@ -1,78 +1,45 @@
-// Index: the SQLite database that records packs, chunks, objects and names.
+// Index: the SQLite database that answers "where is chunk C", "what is
+// object O made of", "what does name N point at" quickly.
 //
-// The index is the store's source of truth for what exists: a chunk exists
-// when its row does, an object when its row does. Pack bytes not referenced
-// by a committed row are garbage, whatever they contain. See docs/format.md
-// for the schema.
+// The index is a cache. A store's truth is its packs and its change log
+// (log/, or a bucket's log); the index is what applying the log's change
+// sets (index/apply.h) gives, and can always be rebuilt from it. Only this
+// folder knows SQL: every query the store makes is a named method here,
+// and only index/*.cc include <sqlite3.h>.
 //
-// Thread safety: none. The Store serializes all calls with its own mutex.
+// Thread safety: none; an Index is one SQLite connection. IndexHandle
+// pairs it with the mutex that serializes its users (Lock()).
 #pragma once
-
-#include <sqlite3.h>
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "chunkstore/chunker.h"
 #include "chunkstore/options.h"
 #include "chunkstore/status.h"
-#include "format/compress.h"
+#include "format/rows.h"
 #include "hash/digest.h"
+
+struct sqlite3;
 
 namespace chunkstore::internal {
 
-// Version 2 stores may hold inline objects (see StoreMeta::inline_max);
-// stores created with inline_max 0 keep version 1, which older versions of
-// chunkstore still open.
-constexpr int kSchemaVersion = 2;
+// Schema versions: 1 and 2 were stores whose index was their only record
+// of objects and names (2 with inline objects); 3 is the index of a store
+// with a change log. A version-3 index caches the log; its meta table
+// records how far (log_seq and friends, see docs/format.md).
+constexpr int kSchemaVersion = 3;
+constexpr int kLastLoglessVersion = 2;
 // Objects of at least this size are indexed by size (objects_by_size); the
 // SQL in index.cc repeats it as the literal 1048576, which a partial index
 // needs.
 constexpr uint64_t kSizeIndexedFrom = 1 << 20;
-
-struct ChunkLocation {
-  int64_t pack_id = 0;
-  uint64_t offset = 0;  // of the record header within the pack
-  uint32_t raw_len = 0;
-  uint32_t stored_len = 0;
-  Codec codec = Codec::kRaw;
-  uint64_t xxh64 = 0;
-};
-
-struct ObjectRow {
-  Digest id;
-  uint64_t size = 0;
-  uint32_t chunk_count = 0;
-  std::string manifest;
-  int64_t created = 0;  // unix seconds
-  bool pinned = false;  // published without a name: live until removed
-};
-
-struct PackRow {
-  int64_t id = 0;
-  std::string name;
-  uint64_t size = 0;  // committed length; bytes beyond are garbage
-};
-
-struct NameRow {
-  std::string name;
-  int64_t version = 0;
-  Digest object;
-  int64_t created = 0;
-};
-
-// What a store records about itself at creation.
-struct StoreMeta {
-  ChunkerParams chunking;
-  bool compression = true;
-  // Objects of 1 to inline_max bytes are stored inline: their row has
-  // chunk_count 0 and the content itself in place of the manifest.
-  uint32_t inline_max = 0;
-};
 
 // At most kInlineMaxLimit, and below the chunk min size (so an inline
 // candidate is always a single chunk); InvalidArgument otherwise.
@@ -81,35 +48,82 @@ Status ValidateInlineMax(uint32_t inline_max, const ChunkerParams& chunking);
 // chunk min size.
 uint32_t EffectiveInlineMax(uint32_t inline_max, const ChunkerParams& chunking);
 
+// A name version joined with its object's size (0 if the object is gone).
+struct NameListing {
+  NameRow row;
+  uint64_t size = 0;
+};
+
+// Totals over the index, for Store::Stats.
+struct IndexTotals {
+  uint64_t objects = 0, logical_bytes = 0, names = 0, chunks = 0, raw_bytes = 0, stored_bytes = 0;
+  uint64_t inline_objects = 0, inline_bytes = 0, packs = 0, pack_bytes = 0;
+};
+
 class Index {
  public:
+  struct OpenOptions {
+    // Create the file with this meta (schema version 3); nullptr opens an
+    // existing index.
+    const StoreMeta* create = nullptr;
+    // synchronous=FULL: every commit is durable. An index whose log is the
+    // truth does not need it (a commit lost at power loss is caught up from
+    // the log); one that is a store's only record (a version 1 or 2 store
+    // not yet migrated) does.
+    bool durable = false;
+    int busy_timeout_ms = 10000;
+    // Never write: the store is on read-only media, or the caller only
+    // reads. The index is opened immutable (no locks, no WAL changes).
+    bool read_only = false;
+  };
+  // path ":memory:" gives a private in-memory database (in-memory stores,
+  // and the scratch index gc and verify replay the log into).
+  static Result<std::unique_ptr<Index>> Open(const std::string& path, const OpenOptions& options);
   ~Index();
   Index(const Index&) = delete;
   Index& operator=(const Index&) = delete;
 
-  // Opens an existing index (meta == nullptr) or creates a new one with the
-  // given meta. path ":memory:" gives a private in-memory database.
-  static Result<std::unique_ptr<Index>> Open(const std::string& path, const StoreMeta* create,
-                                             bool durable, int busy_timeout_ms);
-
   const StoreMeta& meta() const { return meta_; }
+  int schema_version() const { return schema_version_; }
 
-  // Write transactions take the database's write lock at Begin.
+  // Transactions: prefer WriteTxn and ReadTxn below. A write transaction
+  // takes the database's write lock at Begin; a read transaction is one
+  // consistent snapshot (and one lock round trip) for many lookups.
   Status Begin();
-  // A read transaction: one consistent snapshot (and one lock round trip)
-  // for many lookups. End it with Rollback (or Commit).
   Status BeginRead();
   Status Commit();
   void Rollback();
 
+  // ---- meta --------------------------------------------------------------
+  // A value of the meta table ("" when absent).
+  Result<std::string> GetMeta(const std::string& key);
+  Status SetMeta(const std::string& key, const std::string& value);
+  // Rewrites the rows that describe the store (chunking, compression,
+  // inline limit, schema version) for meta.
+  Status SetStoreMeta(const StoreMeta& meta, int schema_version);
+
+  // ---- chunks ------------------------------------------------------------
   Result<std::optional<ChunkLocation>> FindChunk(const Digest& id);
   Status InsertChunk(const Digest& id, const ChunkLocation& loc);  // ignored if present
+  // Replaces any row of id (a chunk moved by gc, or kept in another copy).
+  Status PutChunk(const Digest& id, const ChunkLocation& loc);
+  // Removes id's row if it is in the named pack. Returns whether it did.
+  Result<bool> DeleteChunkInPack(const Digest& id, const std::string& pack);
+  // Live chunks of a pack, in file order.
+  Result<std::vector<std::pair<Digest, ChunkLocation>>> ChunksInPack(int64_t pack_id);
+  // Every chunk row, in id order.
+  Status ForEachChunk(const std::function<void(const Digest&, const ChunkLocation&)>& fn);
 
+  // ---- packs -------------------------------------------------------------
   Result<int64_t> InsertPack(const std::string& name, uint64_t size);
   Status SetPackSize(int64_t id, uint64_t size);
   Result<std::optional<PackRow>> FindPack(int64_t id);
+  Result<std::optional<PackRow>> FindPackByName(const std::string& name);
   Result<std::vector<PackRow>> ListPacks();
+  // Removes a pack's row and every chunk row still in it.
+  Status DeletePack(const std::string& name);
 
+  // ---- objects -----------------------------------------------------------
   Result<std::optional<ObjectRow>> FindObject(const Digest& id);
   // The object row and the location of the chunk its manifest lists first
   // (nullopt for the empty object or an unindexed chunk), in one query:
@@ -125,11 +139,53 @@ class Index {
   Result<bool> InsertObject(const ObjectRow& row);
   // Ids of objects whose id starts with the given hex digits (at most limit).
   Result<std::vector<Digest>> FindObjectsByPrefix(const std::string& hex_prefix, int limit);
+  // Removes an object and every name version that points at it.
+  Status DeleteObject(const Digest& id);
+  // Every object row, in id order. A row whose id is malformed is
+  // Corruption (it stops the walk).
+  Status ForEachObject(const std::function<Status(const ObjectRow&)>& fn);
+  // Objects no name version points at, oldest first (manifest left empty).
+  Result<std::vector<ObjectRow>> ListUnnamed();
+  // Unpinned objects no name version points at: garbage.
+  Result<std::vector<Digest>> DeadObjects();
 
+  // ---- names -------------------------------------------------------------
   // Appends a version to a name's history and returns its number (1-based).
   Result<int64_t> AddName(const std::string& name, const Digest& object, int64_t created);
+  // Records a given version (checkpoints).
+  Status PutNameVersion(const NameRow& row);
   // version 0 means the latest.
   Result<std::optional<NameRow>> FindName(const std::string& name, int64_t version);
+  // Drops a name's whole history; whether it had any.
+  Result<bool> RemoveName(const std::string& name);
+  // Names whose latest version points at object, sorted.
+  Result<std::vector<std::string>> LatestNamesOf(const Digest& object);
+  // The latest version of every name starting with prefix, sorted by name,
+  // with its object's size (names whose object is gone are left out).
+  Result<std::vector<NameListing>> ListLatest(const std::string& prefix);
+  // Every version of a name, newest first.
+  Result<std::vector<NameListing>> History(const std::string& name);
+  // Name versions whose object the index does not have.
+  Result<std::vector<NameRow>> DanglingNames();
+  // Every name version, by name then version.
+  Status ForEachName(const std::function<void(const NameRow&)>& fn);
+
+  // ---- the whole index ---------------------------------------------------
+  Result<IndexTotals> Totals();
+  // Deletes every pack, chunk, object and name row (a rebuild, or a
+  // checkpoint applied over what a cache held).
+  Status Clear();
+  // SQLite's own check of the database file: problems, one a line (none
+  // when the file is sound).
+  Result<std::vector<std::string>> IntegrityCheck();
+
+  // ---- bucket caches -----------------------------------------------------
+  // Which of a bucket's log keys the cache has applied.
+  Status PrepareBucketCache();
+  Result<bool> IsApplied(const std::string& key);
+  Status MarkApplied(const std::string& key);
+  Result<std::string> NewestApplied();
+  Result<std::set<std::string>> AppliedAfter(const std::string& key);
 
   // What could have removed chunk rows since a point in time: commits by
   // other connections (SQLite's data_version) and removals through this
@@ -144,26 +200,95 @@ class Index {
     }
   };
   Result<ChangeMark> Mark();
-  // Called by whoever deletes chunk rows (gc, applying bucket log records),
-  // whether or not the transaction later commits.
+  // Called by whoever deletes chunk rows, whether or not the transaction
+  // later commits.
   void NoteChunksRemoved() { ++chunk_removals_; }
 
-  // For the catalog, gc and verify queries (sql.h). Same locking rules.
-  sqlite3* db() const { return db_; }
-  Status Exec(const char* sql);
-  // Translates the connection's last error into a Status about `what`.
+  // Translates the connection's last error into a Status about `what`:
+  // busy, damaged, full, read-only or plain I/O, in words a user can act on.
   Status Error(const char* what) const;
 
  private:
   explicit Index(sqlite3* db);
+  Status Exec(const char* sql);
   Status Prepare();
   Status LoadMeta();
+  Status CreateSchema(const StoreMeta& meta);
 
   sqlite3* db_;
   StoreMeta meta_;
+  int schema_version_ = 0;
   std::atomic<uint64_t> chunk_removals_{0};
   struct Statements;
   std::unique_ptr<Statements> st_;
+};
+
+// A write transaction that rolls back unless committed.
+class WriteTxn {
+ public:
+  explicit WriteTxn(Index* index) : index_(index), status_(index->Begin()) {}
+  ~WriteTxn() {
+    if (status_.ok() && !done_) index_->Rollback();
+  }
+  WriteTxn(const WriteTxn&) = delete;
+  WriteTxn& operator=(const WriteTxn&) = delete;
+  // Whether Begin succeeded.
+  const Status& status() const { return status_; }
+  Status Commit() {
+    done_ = true;
+    return index_->Commit();
+  }
+
+ private:
+  Index* index_;
+  Status status_;
+  bool done_ = false;
+};
+
+// A read snapshot, ended when destroyed.
+class ReadTxn {
+ public:
+  explicit ReadTxn(Index* index) : index_(index), status_(index->BeginRead()) {}
+  ~ReadTxn() {
+    if (status_.ok()) index_->Rollback();
+  }
+  ReadTxn(const ReadTxn&) = delete;
+  ReadTxn& operator=(const ReadTxn&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  Index* index_;
+  Status status_;
+};
+
+// An Index and the mutex every use of it holds: the index cannot be
+// reached without its lock.
+class IndexHandle {
+ public:
+  class Locked {
+   public:
+    Index* operator->() const { return index_; }
+    Index& operator*() const { return *index_; }
+    Index* get() const { return index_; }
+
+   private:
+    friend class IndexHandle;
+    Locked(std::mutex& mu, Index* index) : lock_(mu), index_(index) {}
+    std::unique_lock<std::mutex> lock_;
+    Index* index_;
+  };
+
+  IndexHandle() = default;
+  explicit IndexHandle(std::unique_ptr<Index> index) : index_(std::move(index)) {}
+  Locked Lock() { return Locked(mu_, index_.get()); }
+  // Replaces the index (a rebuild); the caller holds no Locked.
+  void Reset(std::unique_ptr<Index> index) {
+    std::lock_guard<std::mutex> l(mu_);
+    index_ = std::move(index);
+  }
+ private:
+  std::mutex mu_;
+  std::unique_ptr<Index> index_;
 };
 
 }  // namespace chunkstore::internal

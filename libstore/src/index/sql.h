@@ -1,5 +1,5 @@
-// Small RAII helpers over SQLite prepared statements, shared by the index
-// and the catalog, gc and verify code that runs less common queries.
+// Small RAII helpers over SQLite prepared statements, and the index's set
+// of prepared statements. Internal to index/: nothing else sees SQL.
 #pragma once
 
 #include <sqlite3.h>
@@ -115,5 +115,16 @@ inline ObjectRow ReadObjectRow(Use& u, const Digest& id, int first) {
   row.pinned = u.ColInt(first + 4) != 0;
   return row;
 }
+
+// The statements the index prepares once, for its frequent queries.
+struct Index::Statements {
+  Stmt begin, begin_read, commit, rollback, data_version, get_meta, set_meta;
+  Stmt find_chunk, insert_chunk, delete_chunk, delete_chunk_in_pack, chunks_in_pack;
+  Stmt insert_pack, set_pack_size, find_pack, find_pack_by_name, list_packs, delete_pack_chunks, delete_pack;
+  Stmt find_object, find_object_of_size, find_object_chunk, insert_object, pin_object, find_prefix,
+      delete_object_names, delete_object;
+  Stmt insert_name, put_name, find_name, find_latest_name, remove_name, latest_names_of;
+  Stmt is_applied, mark_applied;
+};
 
 }  // namespace chunkstore::internal

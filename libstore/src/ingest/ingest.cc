@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "format/compress.h"
+#include "hash/sha256_pair.h"
 #include "ingest/ingest_pipeline.h"
 
 namespace chunkstore::internal {
@@ -46,9 +47,9 @@ void ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink) {
 // Everything on the calling thread: small inputs and threads == 1.
 Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, IngestSink* sink) {
   Chunker chunker(cfg.chunking);
-  // Created only for inputs of more than one chunk: for a single chunk the
+  // Used only for inputs of more than one chunk: for a single chunk the
   // object id is the chunk id, and small files are often many.
-  std::optional<Sha256> object_hash;
+  Sha256Stream object_hash;
   IngestOutcome out;
   IngestedChunk c;
   // whole_input: this chunk is all of the input (first chunk, input ended).
@@ -60,9 +61,10 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
     ProcessChunk(c, cfg.compress && !(whole_input && n <= cfg.inline_max), sink);
     if (whole_input) {
       out.object_id = c.id;
+      out.chain = {ChainStart()};
     } else {
-      if (!object_hash) object_hash.emplace();
-      object_hash->Update(data, n);
+      object_hash.MarkChunk();
+      object_hash.Update(data, n);
     }
     out.size += n;
     ++out.chunks;
@@ -81,6 +83,7 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
       out.size = n;
       out.chunks = 1;
       out.object_id = c.id;
+      out.chain = {ChainStart()};
       CHUNKSTORE_RETURN_IF_ERROR(sink->Accept(c));
       return out;
     }
@@ -120,8 +123,12 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
       filled -= len;
     }
   }
-  if (object_hash) out.object_id = object_hash->Finish();
-  else if (out.chunks == 0) out.object_id = Sha256::Of(nullptr, 0);  // empty input
+  if (out.chunks == 0) {
+    out.object_id = Sha256::Of(nullptr, 0);  // empty input
+  } else if (out.chain.empty()) {
+    out.object_id = object_hash.Finish();
+    out.chain = std::move(object_hash.chain());
+  }
   return out;
 }
 

@@ -17,6 +17,7 @@
 
 #include "chunkstore/chunker.h"
 #include "chunkstore/status.h"
+#include "hash/chain.h"
 #include "hash/digest.h"
 #include "format/manifest.h"
 #include "ingest/source.h"
@@ -66,6 +67,9 @@ struct IngestOutcome {
   Digest object_id;
   uint64_t size = 0;
   uint64_t chunks = 0;
+  // The object hash's chain state at each chunk (hash/chain.h), one per
+  // chunk in order: what a version-2 manifest keeps.
+  std::vector<ChainState> chain;
 };
 
 // Whether an input of this size runs through the threaded pipeline (the

@@ -56,6 +56,7 @@ class Pipeline {
       CHUNKSTORE_RETURN_IF_ERROR(RunPhase());
       if (!diverged_) {
         out_.object_id = object_hash_.Finish();
+        out_.chain = std::move(object_hash_.chain());
         return out_;
       }
       // Everything before out_.size matched and is accepted (and in the
@@ -68,6 +69,7 @@ class Pipeline {
     }
     CHUNKSTORE_RETURN_IF_ERROR(RunPhase());
     out_.object_id = object_hash_.Finish();
+    out_.chain = std::move(object_hash_.chain());
     return out_;
   }
 
@@ -409,6 +411,7 @@ class Pipeline {
   void ObjectHashAlongside(uint64_t k) {
     const uint8_t* p = At(k).chunk.data;
     size_t left = At(k).chunk.length;
+    object_hash_.MarkChunk();
     while (left > 0) {
       if (side_ == UINT64_MAX) {
         {

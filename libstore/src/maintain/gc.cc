@@ -1,348 +1,382 @@
-// Garbage collection: drop unreferenced objects and chunks, then delete
-// packs nothing uses and compact packs that are mostly garbage.
-//
-// Safety rules (see docs/format.md, "Garbage collection"):
-//  - Deciding what is dead and deleting its rows happens in one write
-//    transaction, so no publish commits in between. A publish that reused
-//    a chunk deleted meanwhile notices at its own commit and fails (Busy)
-//    instead of recording a dangling reference.
-//  - A pack is only deleted or rewritten while gc holds its lock, so no
-//    writer is appending to it. Compaction registers the new pack before
-//    filling it and switches chunk rows to it in one transaction; the old
-//    file is removed only after that commit. Killed at any point, the store
-//    holds every live chunk somewhere the index points at, and a rerun
-//    reclaims what is left.
-//  - Readers that cached a location from before a compaction find the
-//    chunk again through the index (see reader.cc).
-//  - Pack files with no row are removed only when unlocked and older than
-//    the grace period (an hour by default): a writer's new pack has no row
-//    until its first commit, and is created as .new, locked, then renamed.
-#include <sys/stat.h>
+// Garbage collection (gc.h), for directory and bucket stores alike.
+#include "maintain/gc.h"
 
-#include <chrono>
 #include <map>
+#include <unordered_set>
 
+#include "base/clock.h"
 #include "format/manifest.h"
 #include "format/pack_format.h"
-#include "index/sql.h"
-#include "store/store_impl.h"
+#include "index/apply.h"
 
-namespace chunkstore {
-
-using namespace internal;
+namespace chunkstore::internal {
 
 namespace {
 
-struct LiveChunk {
-  Digest id;
-  ChunkLocation loc;
+struct PackUse {
+  PackRow row;
+  uint64_t live_bytes = 0;  // record bytes of chunks still needed
 };
 
-}  // namespace
+// gc's verdict, from one read of an index: objects no name or pin keeps,
+// chunks no live manifest lists (with their packs), and every pack's live
+// bytes.
+struct Garbage {
+  std::vector<Digest> dead_objects;
+  std::vector<std::pair<Digest, std::string>> dead_chunks;  // id, pack name
+  std::map<std::string, PackUse> packs;                      // by name
+};
 
-Status internal::FindGarbage(Index* index, Garbage* g) {
-  sqlite3* db = index->db();
-  {
-    Query q(db, "SELECT id FROM objects WHERE pinned = 0 AND id NOT IN (SELECT object FROM names)");
-    if (!q.ok()) return index->Error("gc cannot find dead objects");
-    Digest d;
-    while (q.use().Step() == SQLITE_ROW)
-      if (q.use().ColId(0, &d)) g->dead_objects.push_back(d);
-  }
+Status FindGarbage(Index& index, Garbage* g) {
+  Result<std::vector<Digest>> dead = index.DeadObjects();
+  if (!dead.ok()) return dead.status();
+  g->dead_objects = std::move(*dead);
   std::unordered_set<Digest, DigestHash> dead_set(g->dead_objects.begin(), g->dead_objects.end());
   std::unordered_set<Digest, DigestHash> live;
-  {
-    Query q(db, "SELECT id, size, manifest, chunk_count FROM objects");
-    if (!q.ok()) return index->Error("gc cannot read manifests");
-    int rc;
-    while ((rc = q.use().Step()) == SQLITE_ROW) {
-      Digest oid;
-      q.use().ColId(0, &oid);
-      if (dead_set.count(oid)) continue;
-      const uint64_t size = static_cast<uint64_t>(q.use().ColInt(1));
-      const std::string blob = q.use().ColBlob(2);
-      if (IsInline(size, static_cast<uint32_t>(q.use().ColInt(3)))) {
-        // Needs no chunk, if it is what it seems: a damaged chunk list
-        // must not pass for inline content and free the chunks it names.
-        Status s = CheckInline(oid, size, blob);
-        if (!s.ok())
-          return Status::Corruption("gc stopped: object " + oid.ObjectId() + " has damaged inline content (" +
-                                        s.message() + "); run verify",
-                                    oid.ObjectId());
-        continue;
-      }
-      Result<std::vector<ManifestEntry>> entries =
-          DecodeManifest(oid, size, blob.data(), blob.size());
-      if (!entries.ok()) {
-        // Never guess what a damaged manifest needs: collect nothing.
-        return Status::Corruption("gc stopped: object " + oid.ObjectId() + " has a damaged manifest (" +
-                                      entries.status().message() + "); run verify",
-                                  oid.ObjectId());
-      }
-      for (const auto& e : *entries) live.insert(e.id);
+  CHUNKSTORE_RETURN_IF_ERROR(index.ForEachObject([&](const ObjectRow& o) -> Status {
+    if (dead_set.count(o.id)) return Status::OK();
+    if (IsInline(o.size, o.chunk_count)) {
+      // Needs no chunk, if it is what it seems: a damaged chunk list must
+      // not pass for inline content and free the chunks it names.
+      Status s = CheckInline(o.id, o.size, o.manifest);
+      if (!s.ok())
+        return Status::Corruption("gc stopped: object " + o.id.ObjectId() + " has damaged inline content (" +
+                                      s.message() + "); run verify",
+                                  o.id.ObjectId());
+      return Status::OK();
     }
-    if (rc != SQLITE_DONE) return index->Error("gc cannot read manifests");
+    Result<std::vector<ManifestEntry>> entries = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
+    // Never guess what a damaged manifest needs: collect nothing.
+    if (!entries.ok())
+      return Status::Corruption("gc stopped: object " + o.id.ObjectId() + " has a damaged manifest (" +
+                                    entries.status().message() + "); run verify",
+                                o.id.ObjectId());
+    for (const auto& e : *entries) live.insert(e.id);
+    return Status::OK();
+  }));
+  Result<std::vector<PackRow>> rows = index.ListPacks();
+  if (!rows.ok()) return rows.status();
+  std::map<int64_t, std::string> names;
+  for (const PackRow& p : *rows) {
+    g->packs[p.name].row = p;
+    names[p.id] = p.name;
   }
+  Status bad;
+  CHUNKSTORE_RETURN_IF_ERROR(index.ForEachChunk([&](const Digest& id, const ChunkLocation& loc) {
+    auto it = names.find(loc.pack_id);
+    if (it == names.end()) {
+      if (bad.ok()) bad = Status::Corruption("gc stopped: chunk " + id.Hex() + " is in a pack the log does not record");
+      return;
+    }
+    if (live.count(id)) g->packs[it->second].live_bytes += kRecordHeaderSize + loc.stored_len;
+    else g->dead_chunks.emplace_back(id, it->second);
+  }));
+  return bad;
+}
+
+uint64_t DataBytes(const PackRow& p) { return p.size > kPackHeaderSize ? p.size - kPackHeaderSize : 0; }
+
+class Collector {
+ public:
+  Collector(const GcTarget& t, const GcOptions& o) : t_(t), o_(o) {}
+
+  Result<GcReport> Run();
+
+ private:
+  // Runs fn holding the log (gc's one hold, where it holds throughout, or
+  // a fresh one), with the truth caught up with the log first.
+  Status Step(const std::function<Status(ChangeLog::Held&)>& fn);
+  // Commits c and brings the truth along; *made: the log has it.
+  Status Commit(ChangeLog::Held& held, ChangeSet& c, bool* made = nullptr);
+  Status DropEmptyPacks(const Garbage& g);
+  Status CompactSparsePacks(const Garbage& g);
+  Status CompactPack(const std::string& name);
+  Status RemoveOrphans();
+
+  GcTarget t_;
+  GcOptions o_;
+  GcReport report_;
+  std::unique_ptr<Index> truth_;
+  std::unique_ptr<ChangeLog::Held> throughout_;
+  bool changed_ = false;
+};
+
+Status Collector::Step(const std::function<Status(ChangeLog::Held&)>& fn) {
+  ChangeLog::Held* held = throughout_.get();
+  std::unique_ptr<ChangeLog::Held> mine;
+  if (!held) {
+    Result<std::unique_ptr<ChangeLog::Held>> h = t_.log->Hold(true, t_.busy_timeout_ms);
+    if (!h.ok()) return h.status();
+    mine = std::move(*h);
+    held = mine.get();
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(held->Replay(*truth_));
+  return fn(*held);
+}
+
+Status Collector::Commit(ChangeLog::Held& held, ChangeSet& c, bool* made_out) {
+  c.kind = ChangeSet::kGc;
+  c.time = NowSeconds();
+  bool made = false;
+  Status s = held.Commit(c, nullptr, &made);
+  if (made_out) *made_out = made;
+  if (made) changed_ = true;
+  CHUNKSTORE_RETURN_IF_ERROR(s);
+  return held.Replay(*truth_);
+}
+
+Result<GcReport> Collector::Run() {
+  std::unique_ptr<FileLock> gc_lock;
+  if (!o_.dry_run) {
+    Result<std::unique_ptr<FileLock>> l = t_.log->LockGc();
+    if (!l.ok()) return l.status();
+    gc_lock = std::move(*l);
+  }
+  // Idle writers of this process hold pack locks; let gc have them.
+  t_.packs->DropIdleWriters();
+  StoreMeta meta;
   {
-    Result<std::vector<PackRow>> rows = index->ListPacks();
-    if (!rows.ok()) return rows.status();
-    for (const PackRow& p : *rows) g->packs[p.id].row = p;
+    auto db = t_.index->Lock();
+    meta = db->meta();
   }
-  Query q(db, "SELECT id, pack, stored_len FROM chunks");
-  if (!q.ok()) return index->Error("gc cannot read chunks");
-  int rc;
-  while ((rc = q.use().Step()) == SQLITE_ROW) {
-    Digest id;
-    q.use().ColId(0, &id);
-    const int64_t pack = q.use().ColInt(1);
-    const uint64_t bytes = kRecordHeaderSize + static_cast<uint64_t>(q.use().ColInt(2));
-    if (live.count(id)) g->packs[pack].live_bytes += bytes;
-    else g->dead_chunks.emplace_back(id, pack);
+  Index::OpenOptions io;
+  io.create = &meta;
+  Result<std::unique_ptr<Index>> truth = Index::Open(":memory:", io);
+  if (!truth.ok()) return truth.status();
+  truth_ = std::move(*truth);
+
+  Garbage g;
+  auto decide = [&]() -> Status {
+    // The live index must be what the log says before gc trusts either.
+    std::vector<IndexDifference> diffs;
+    {
+      auto db = t_.index->Lock();
+      Result<std::vector<IndexDifference>> d = CompareIndexes(*db, *truth_, 1);
+      if (!d.ok()) return d.status();
+      diffs = std::move(*d);
+    }
+    if (!diffs.empty())
+      return Status::Corruption("gc stopped: the index differs from the store's log (" + diffs[0].message +
+                                    "); run verify, then index rebuild",
+                                diffs[0].object_id);
+    CHUNKSTORE_RETURN_IF_ERROR(FindGarbage(*truth_, &g));
+    report_.objects_removed = g.dead_objects.size();
+    report_.chunks_removed = g.dead_chunks.size();
+    return Status::OK();
+  };
+
+  if (o_.dry_run) {
+    // Nothing is held or changed: a replay into the scratch is the truth.
+    CHUNKSTORE_RETURN_IF_ERROR(truth_->PrepareBucketCache());
+    Result<std::vector<ChangeLog::Problem>> damage = t_.log->Check(truth_.get());
+    if (!damage.ok()) return damage.status();
+    for (const auto& p : *damage)
+      if (p.damage) return Status::Corruption("gc stopped: " + p.message);
+    CHUNKSTORE_RETURN_IF_ERROR(decide());
+    for (const auto& [name, use] : g.packs) {
+      const uint64_t data = DataBytes(use.row);
+      if (use.live_bytes == 0) {
+        ++report_.packs_deleted;
+        report_.bytes_reclaimed += use.row.size;
+      } else if (static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(data)) {
+        ++report_.packs_compacted;
+        report_.bytes_reclaimed += data - use.live_bytes;
+      }
+    }
+    return report_;
   }
-  if (rc != SQLITE_DONE) return index->Error("gc cannot read chunks");
+
+  CHUNKSTORE_RETURN_IF_ERROR(truth_->PrepareBucketCache());
+  if (t_.log->gc_holds_throughout()) {
+    Result<std::unique_ptr<ChangeLog::Held>> h = t_.log->Hold(true, 0);
+    if (!h.ok()) return h.status();
+    throughout_ = std::move(*h);
+  }
+  // Dead objects and chunks: decided and recorded in one step.
+  CHUNKSTORE_RETURN_IF_ERROR(Step([&](ChangeLog::Held& held) -> Status {
+    CHUNKSTORE_RETURN_IF_ERROR(decide());
+    ChangeSet c;
+    c.removed_objects = g.dead_objects;
+    for (const auto& [id, pack] : g.dead_chunks) c.removed_chunks.push_back({id, pack});
+    if (c.empty()) return Status::OK();
+    return Commit(held, c);
+  }));
+  CHUNKSTORE_RETURN_IF_ERROR(DropEmptyPacks(g));
+  CHUNKSTORE_RETURN_IF_ERROR(CompactSparsePacks(g));
+  CHUNKSTORE_RETURN_IF_ERROR(RemoveOrphans());
+  throughout_.reset();
+  t_.packs->ForgetOpen();
+  // A gc is a natural point to fold the log into a checkpoint; one that
+  // fails loses nothing (the log stays as it was).
+  if (changed_) (void)t_.log->Checkpoint();
+  return report_;
+}
+
+Status Collector::DropEmptyPacks(const Garbage& g) {
+  // The packs whose chunks are all dead, locked so that no writer adopts
+  // one while gc removes it.
+  std::vector<std::pair<std::string, std::unique_ptr<FileLock>>> locked;
+  for (const auto& [name, use] : g.packs) {
+    if (use.live_bytes != 0) continue;
+    Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(name);
+    if (!lock.ok()) {
+      if (lock.status().IsBusy()) ++report_.packs_skipped;
+      continue;
+    }
+    locked.emplace_back(name, std::move(*lock));
+  }
+  if (locked.empty()) return Status::OK();
+  std::vector<std::pair<std::string, uint64_t>> removed;
+  CHUNKSTORE_RETURN_IF_ERROR(Step([&](ChangeLog::Held& held) -> Status {
+    ChangeSet c;
+    for (const auto& [name, lock] : locked) {
+      // A writer may have appended to it between the decision and the lock.
+      Result<std::optional<PackRow>> row = truth_->FindPackByName(name);
+      if (!row.ok()) return row.status();
+      if (!row->has_value()) continue;
+      Result<std::vector<std::pair<Digest, ChunkLocation>>> chunks = truth_->ChunksInPack((*row)->id);
+      if (!chunks.ok()) return chunks.status();
+      if (!chunks->empty()) continue;
+      c.removed_packs.push_back(name);
+      removed.emplace_back(name, (*row)->size);
+    }
+    if (c.empty()) return Status::OK();
+    return Commit(held, c);
+  }));
+  for (const auto& [name, size] : removed) {
+    Status rm = t_.packs->Remove(name);
+    if (!rm.ok() && !rm.IsNotFound())
+      return rm.WithContext("gc recorded its work but could not delete pack " + name + " (the next gc removes it)");
+    ++report_.packs_deleted;
+    report_.bytes_reclaimed += size;
+  }
+  t_.packs->ForgetOpen();
   return Status::OK();
 }
 
-Result<GcReport> Store::Gc(const GcOptions& options) {
-  Impl* impl = impl_.get();
-  Env* env = impl->env;
-  Result<std::unique_ptr<FileLock>> gc_lock = env->TryLockFile(impl->root + "/GC.lock");
-  if (!gc_lock.ok()) {
-    if (gc_lock.status().IsBusy()) return Status::Busy("another gc is running on this store");
-    return gc_lock.status();
-  }
-  {
-    // Idle writers of this process hold pack locks; let gc have them.
-    std::lock_guard<std::mutex> l(impl->writers_mu);
-    impl->idle_writers.clear();
-  }
-  GcReport report;
-  std::map<int64_t, PackUse> packs;
-  if (impl->bucket) return BucketGc(impl, options);
-
-  // Phase 1: dead objects and chunks, decided and deleted atomically.
-  {
-    std::lock_guard<std::mutex> l(impl->db_mu);
-    Index* index = impl->index.get();
-    sqlite3* db = index->db();
-    CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-    auto fail = [&](const char* what) {
-      Status s = index->Error(what);
-      index->Rollback();
-      return s;
-    };
-    Garbage garbage;
-    Status found = FindGarbage(index, &garbage);
-    if (!found.ok()) {
-      index->Rollback();
-      return found;
-    }
-    packs = std::move(garbage.packs);
-    report.objects_removed = garbage.dead_objects.size();
-    if (!options.dry_run) {
-      Query del(db, "DELETE FROM objects WHERE id = ?1");
-      if (!del.ok()) return fail("gc cannot delete objects");
-      for (const Digest& d : garbage.dead_objects) {
-        del.use().Id(1, d);
-        const int rc = del.use().Step();
-        del.use().Reset();
-        if (rc != SQLITE_DONE) return fail("gc cannot delete objects");
-      }
-    }
-    std::vector<Digest> dead_chunks;
-    for (const auto& c : garbage.dead_chunks) dead_chunks.push_back(c.first);
-    report.chunks_removed = dead_chunks.size();
-    if (options.dry_run) {
-      index->Rollback();
-    } else {
-      Query del(db, "DELETE FROM chunks WHERE id = ?1");
-      if (!del.ok()) return fail("gc cannot delete chunks");
-      index->NoteChunksRemoved();
-      for (const Digest& d : dead_chunks) {
-        del.use().Id(1, d);
-        const int rc = del.use().Step();
-        del.use().Reset();
-        if (rc != SQLITE_DONE) return fail("gc cannot delete chunks");
-      }
-      CHUNKSTORE_RETURN_IF_ERROR(index->Commit());
-    }
-  }
-
-  // Phase 2: packs.
-  for (auto& [id, use] : packs) {
-    const uint64_t data = use.row.size > kPackHeaderSize ? use.row.size - kPackHeaderSize : 0;
-    const bool empty = use.live_bytes == 0;
-    const bool sparse = !empty && static_cast<double>(use.live_bytes) <
-                                      options.compact_below * static_cast<double>(data);
-    if (!empty && !sparse) continue;
-    if (options.dry_run) {
-      report.bytes_reclaimed += empty ? use.row.size : data - use.live_bytes;
-      empty ? ++report.packs_deleted : ++report.packs_compacted;
+Status Collector::CompactSparsePacks(const Garbage& g) {
+  for (const auto& [name, use] : g.packs) {
+    const uint64_t data = DataBytes(use.row);
+    const bool sparse = use.live_bytes != 0 &&
+                        static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(data);
+    if (!sparse) continue;
+    Status s = CompactPack(name);
+    if (s.IsBusy()) {
+      ++report_.packs_skipped;
       continue;
     }
-    const std::string path = impl->packs_dir() + "/" + use.row.name;
-    Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(path);
-    if (!lock.ok()) {
-      ++report.packs_skipped;
-      continue;
-    }
-    if (empty) {
-      std::lock_guard<std::mutex> l(impl->db_mu);
-      Index* index = impl->index.get();
-      CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-      Query q(index->db(), "DELETE FROM packs WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM chunks WHERE pack = ?1)");
-      if (q.ok()) q.use().Int(1, id);
-      if (!q.ok() || q.use().Step() != SQLITE_DONE) {
-        Status s = index->Error("gc cannot delete a pack");
-        index->Rollback();
-        return s;
-      }
-      const bool deleted = sqlite3_changes(index->db()) > 0;
-      CHUNKSTORE_RETURN_IF_ERROR(index->Commit());
-      if (!deleted) continue;
-    } else {
-      CHUNKSTORE_RETURN_IF_ERROR(impl->CompactPack(use.row));
-      ++report.packs_compacted;
-      report.bytes_reclaimed += data - use.live_bytes;
-    }
-    {
-      std::lock_guard<std::mutex> l(impl->packs_mu);
-      impl->read_packs.erase(id);
-    }
-    Status rm = env->RemoveFile(path);
-    if (!rm.ok() && !rm.IsNotFound()) return rm;
-    if (empty) {
-      ++report.packs_deleted;
-      report.bytes_reclaimed += use.row.size;
-    }
+    CHUNKSTORE_RETURN_IF_ERROR(s);
   }
-
-  // Phase 3: pack files no row names (crashed writers, killed gc runs).
-  // In-memory stores never crash, and their failed publishes remove their
-  // own files, so only directory stores need this.
-  if (!options.dry_run && impl->owned_env == nullptr) {
-    Result<std::vector<std::string>> files = env->ListDir(impl->packs_dir());
-    if (!files.ok()) return files.status();
-    std::unordered_set<std::string> known;
-    {
-      std::lock_guard<std::mutex> l(impl->db_mu);
-      Result<std::vector<PackRow>> rows = impl->index->ListPacks();
-      if (!rows.ok()) return rows.status();
-      for (const auto& r : *rows) known.insert(r.name);
-    }
-    const int64_t now = NowSeconds();
-    for (const std::string& name : *files) {
-      if (known.count(name) || name.rfind("pack-", 0) != 0) continue;
-      const bool is_new = name.size() > 4 && name.compare(name.size() - 4, 4, ".new") == 0;
-      // A .new file may be a pack being created this instant, not yet
-      // locked: never younger than ten minutes, whatever the grace option.
-      const int64_t min_age = is_new ? std::max<int64_t>(options.orphan_grace_seconds, 600)
-                                     : options.orphan_grace_seconds;
-      const std::string path = impl->packs_dir() + "/" + name;
-      struct stat st;
-      if (::stat(path.c_str(), &st) != 0 || now - st.st_mtim.tv_sec < min_age) continue;
-      Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(path);
-      if (!lock.ok()) continue;
-      Result<std::unique_ptr<File>> f = env->OpenFile(path, OpenMode::kRead);
-      uint64_t size = 0;
-      if (f.ok()) {
-        Result<uint64_t> sz = (*f)->Size();
-        if (sz.ok()) size = *sz;
-      }
-      if (env->RemoveFile(path).ok()) report.bytes_reclaimed += size;
-    }
-  }
-  return report;
+  return Status::OK();
 }
 
-Status Store::Impl::CompactPack(const PackRow& old) {
-  // Live records of the old pack, in file order.
-  std::vector<LiveChunk> chunks;
-  {
-    std::lock_guard<std::mutex> l(db_mu);
-    Query q(index->db(),
-            "SELECT id, pack, offset, raw_len, stored_len, codec, xxh64 FROM chunks WHERE pack = ?1 ORDER BY offset");
-    if (!q.ok()) return index->Error("gc cannot read a pack's chunks");
-    q.use().Int(1, old.id);
-    int rc;
-    while ((rc = q.use().Step()) == SQLITE_ROW) {
-      LiveChunk c;
-      q.use().ColId(0, &c.id);
-      c.loc = ReadChunkLocation(q.use(), 1);
-      chunks.push_back(c);
-    }
-    if (rc != SQLITE_DONE) return index->Error("gc cannot read a pack's chunks");
-  }
-  Result<std::unique_ptr<File>> src = env->OpenFile(packs_dir() + "/" + old.name, OpenMode::kRead);
+Status Collector::CompactPack(const std::string& name) {
+  Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(name);
+  if (!lock.ok()) return lock.status().IsNotFound() ? Status::OK() : lock.status();
+  // Its live records, as the log has them now (nobody can add any while
+  // gc holds its lock; only gc removes them).
+  PackRow old;
+  std::vector<std::pair<Digest, ChunkLocation>> chunks;
+  CHUNKSTORE_RETURN_IF_ERROR(Step([&](ChangeLog::Held&) -> Status {
+    Result<std::optional<PackRow>> row = truth_->FindPackByName(name);
+    if (!row.ok()) return row.status();
+    if (!row->has_value()) return Status::OK();
+    old = **row;
+    Result<std::vector<std::pair<Digest, ChunkLocation>>> c = truth_->ChunksInPack(old.id);
+    if (!c.ok()) return c.status();
+    chunks = std::move(*c);
+    return Status::OK();
+  }));
+  if (chunks.empty()) return Status::OK();
+  Result<std::unique_ptr<File>> src = t_.packs->Open(name, old.size);
   if (!src.ok()) return src.status();
-
-  // The destination is registered (empty) before it is filled, so a crash
-  // leaves a known pack whose uncommitted tail the next writer cuts off.
-  Result<std::unique_ptr<PackWriter>> made = NewPackWriter();
+  Result<std::unique_ptr<PackWriter>> made = t_.packs->New();
   if (!made.ok()) return made.status();
   std::unique_ptr<PackWriter> w = std::move(*made);
-  CHUNKSTORE_RETURN_IF_ERROR(w->Flush());
-  if (options.sync) {
-    CHUNKSTORE_RETURN_IF_ERROR(w->file->Sync());
-    CHUNKSTORE_RETURN_IF_ERROR(env->SyncDir(packs_dir()));
-  }
-  {
-    std::lock_guard<std::mutex> l(db_mu);
-    CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-    Result<int64_t> id = index->InsertPack(w->name, w->size);
-    if (!id.ok()) {
-      index->Rollback();
-      return id.status();
-    }
-    CHUNKSTORE_RETURN_IF_ERROR(index->Commit());
-    w->id = *id;
-    w->committed = w->size;
-  }
+  ChangeSet c;
+  c.packs.push_back({w->name, 0});
   std::vector<uint8_t> record;
-  std::vector<std::pair<Digest, uint64_t>> moved;
-  for (const LiveChunk& c : chunks) {
-    record.resize(kRecordHeaderSize + c.loc.stored_len);
+  Status s;
+  for (const auto& [id, loc] : chunks) {
+    record.resize(kRecordHeaderSize + loc.stored_len);
     size_t got = 0;
-    CHUNKSTORE_RETURN_IF_ERROR((*src)->ReadAt(c.loc.offset, record.size(), record.data(), &got));
+    s = (*src)->ReadAt(loc.offset, record.size(), record.data(), &got);
+    if (!s.ok()) break;
     Result<RecordHeader> h = DecodeRecordHeader(record.data(), got);
     // A damaged record is left where it is (verify reports it); the old
     // pack then stays, since something still points into it.
-    if (got != record.size() || !h.ok() || h->chunk_id != c.id ||
-        XxHash64(record.data() + kRecordHeaderSize, c.loc.stored_len) != c.loc.xxh64)
-      return Status::Corruption("gc found chunk " + c.id.Hex() + " damaged in pack " + old.name +
-                                    " at offset " + std::to_string(c.loc.offset) +
-                                    "; not compacting it (run verify)",
-                                "", c.id.Hex());
-    moved.emplace_back(c.id, w->size);
-    CHUNKSTORE_RETURN_IF_ERROR(w->Append(record.data(), kRecordHeaderSize,
-                                         record.data() + kRecordHeaderSize, c.loc.stored_len));
-  }
-  CHUNKSTORE_RETURN_IF_ERROR(w->Flush());
-  if (options.sync) CHUNKSTORE_RETURN_IF_ERROR(w->file->Sync());
-  std::lock_guard<std::mutex> l(db_mu);
-  CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-  Status s = index->SetPackSize(w->id, w->size);
-  Query upd(index->db(), "UPDATE chunks SET pack = ?1, offset = ?2 WHERE id = ?3 AND pack = ?4");
-  if (s.ok() && !upd.ok()) s = index->Error("gc cannot move chunks");
-  for (size_t i = 0; s.ok() && i < moved.size(); ++i) {
-    upd.use().Int(1, w->id).Int(2, static_cast<int64_t>(moved[i].second)).Id(3, moved[i].first).Int(4, old.id);
-    if (upd.use().Step() != SQLITE_DONE) s = index->Error("gc cannot move chunks");
-    upd.use().Reset();
-  }
-  if (s.ok()) {
-    Query del(index->db(), "DELETE FROM packs WHERE id = ?1");
-    if (!del.ok()) s = index->Error("gc cannot drop a pack");
-    else {
-      del.use().Int(1, old.id);
-      if (del.use().Step() != SQLITE_DONE) s = index->Error("gc cannot drop a pack");
+    if (got != record.size() || !h.ok() || h->chunk_id != id ||
+        XxHash64(record.data() + kRecordHeaderSize, loc.stored_len) != loc.xxh64) {
+      s = Status::Corruption("gc found chunk " + id.Hex() + " damaged in pack " + name + " at offset " +
+                                 std::to_string(loc.offset) + "; not compacting it (run verify)",
+                             "", id.Hex());
+      break;
     }
+    ChangeSet::Chunk moved{id, 0, loc};
+    moved.loc.offset = w->size;
+    c.chunks.push_back(moved);
+    s = w->Append(record.data(), kRecordHeaderSize, record.data() + kRecordHeaderSize, loc.stored_len);
+    if (!s.ok()) break;
   }
-  if (s.ok()) s = index->Commit();
+  // The copy is durable before any change moves a chunk into it.
+  if (s.ok()) s = t_.packs->Seal(*w).get();
   if (!s.ok()) {
-    index->Rollback();
+    t_.packs->Release(std::move(w), false);
     return s;
   }
+  c.packs[0].size = w->size;
+  c.removed_packs.push_back(name);
+  bool committed = false;
+  s = Step([&](ChangeLog::Held& held) -> Status { return Commit(held, c, &committed); });
+  t_.packs->Release(std::move(w), committed);
+  CHUNKSTORE_RETURN_IF_ERROR(s);
+  t_.packs->ForgetOpen();
+  Status rm = t_.packs->Remove(name);
+  if (!rm.ok() && !rm.IsNotFound())
+    return rm.WithContext("gc recorded its work but could not delete pack " + name + " (the next gc removes it)");
+  ++report_.packs_compacted;
+  report_.bytes_reclaimed += DataBytes(old) - (c.packs[0].size - kPackHeaderSize);
   return Status::OK();
 }
 
-}  // namespace chunkstore
+Status Collector::RemoveOrphans() {
+  Result<std::vector<PackFile>> files = t_.packs->List();
+  if (!files.ok()) return files.status();
+  Result<int64_t> now = t_.packs->Now();
+  if (!now.ok()) return now.status();
+  std::vector<std::pair<PackFile, std::unique_ptr<FileLock>>> candidates;
+  for (const PackFile& f : *files) {
+    Result<std::optional<PackRow>> known = truth_->FindPackByName(f.name);
+    if (!known.ok()) return known.status();
+    if (known->has_value()) continue;
+    const bool is_new = f.name.size() > 4 && f.name.compare(f.name.size() - 4, 4, ".new") == 0;
+    // A .new file may be a pack being created this instant, not yet
+    // locked: never younger than ten minutes, whatever the grace option.
+    const int64_t min_age = is_new ? std::max<int64_t>(o_.orphan_grace_seconds, 600) : o_.orphan_grace_seconds;
+    if (*now - f.modified < min_age) continue;
+    Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(f.name);
+    if (!lock.ok()) continue;  // a writer has it (or it is gone)
+    candidates.emplace_back(f, std::move(*lock));
+  }
+  if (candidates.empty()) return Status::OK();
+  // Only what the log still does not name once gc holds both the log and
+  // the pack's lock is an orphan.
+  return Step([&](ChangeLog::Held&) -> Status {
+    for (const auto& [f, lock] : candidates) {
+      Result<std::optional<PackRow>> known = truth_->FindPackByName(f.name);
+      if (!known.ok()) return known.status();
+      if (known->has_value()) continue;
+      if (t_.packs->Remove(f.name).ok()) report_.bytes_reclaimed += f.size;
+    }
+    return Status::OK();
+  });
+}
+
+}  // namespace
+
+Result<GcReport> CollectGarbage(const GcTarget& target, const GcOptions& options) {
+  Collector c(target, options);
+  return c.Run();
+}
+
+}  // namespace chunkstore::internal

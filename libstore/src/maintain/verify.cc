@@ -1,16 +1,20 @@
-// verify: re-read stored data and check it, object by object, chunk by
-// chunk, and (for the whole store) the index against the pack files.
+// verify (verify.h).
+#include "maintain/verify.h"
+
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
 
 #include "format/manifest.h"
 #include "format/pack_format.h"
-#include "index/sql.h"
-#include "store/store_impl.h"
+#include "hash/sha256_pair.h"
+#include "index/apply.h"
+#include "index/refs.h"
 
-namespace chunkstore {
-
-using namespace internal;
+namespace chunkstore::internal {
 
 namespace {
 
@@ -21,186 +25,311 @@ struct ChunkToCheck {
   bool has_object = false;
 };
 
-}  // namespace
+class Verifier {
+ public:
+  Verifier(const VerifyTarget& t, const VerifyOptions& o) : t_(t), o_(o) {}
+  Result<VerifyReport> Run();
 
-Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
-  Impl* impl = impl_.get();
-  VerifyReport report;
-  const bool whole = options.refs.empty();
-  auto problem = [&](std::string kind, const std::string& object, const std::string& chunk,
-                     const std::string& pack, uint64_t offset, std::string msg) {
-    report.problems.push_back({std::move(kind), object, chunk, pack, offset, std::move(msg)});
-  };
-
-  // Objects and their manifests.
-  std::vector<ObjectRow> objects;
-  if (whole) {
-    std::lock_guard<std::mutex> l(impl->db_mu);
-    Query q(impl->index->db(), "SELECT id FROM objects ORDER BY id");
-    if (!q.ok()) return impl->index->Error("verify cannot list objects");
-    std::vector<Digest> ids;
-    Digest d;
-    while (q.use().Step() == SQLITE_ROW)
-      if (q.use().ColId(0, &d)) ids.push_back(d);
-    for (const Digest& id : ids) {
-      Result<std::optional<ObjectRow>> row = impl->index->FindObject(id);
-      if (!row.ok()) return row.status();
-      if (row->has_value()) objects.push_back(std::move(**row));
-    }
-  } else {
-    for (const std::string& ref : options.refs) {
-      Result<Digest> id = impl->ResolveRef(ref);
-      if (!id.ok()) return id.status();
-      Result<ObjectRow> row = impl->LoadObject(*id);
-      if (!row.ok()) return row.status();
-      objects.push_back(std::move(*row));
-    }
+ private:
+  void Problem(std::string kind, const std::string& object, const std::string& chunk, const std::string& pack,
+               uint64_t offset, std::string msg) {
+    std::lock_guard<std::mutex> l(mu_);
+    report_.problems.push_back({std::move(kind), object, chunk, pack, offset, std::move(msg)});
   }
+  Status CheckIndexAndLog();
+  Status CheckPacks(std::map<int64_t, PackRow>* packs);
+  // Reads the objects whole, recomputing their ids, on every core.
+  void ReadObjects(const std::vector<ObjectRow>& objects);
 
-  // Name versions that point at no object: nothing the store does leaves
-  // one (removing an object drops its names), so each is damage.
-  if (whole) {
-    std::lock_guard<std::mutex> l(impl->db_mu);
-    Query q(impl->index->db(),
-            "SELECT n.name, n.version, n.object FROM names n LEFT JOIN objects o ON o.id = n.object "
-            "WHERE o.id IS NULL ORDER BY n.name, n.version");
-    if (!q.ok()) return impl->index->Error("verify cannot list names");
-    int rc;
-    while ((rc = q.use().Step()) == SQLITE_ROW) {
-      const std::string name = q.use().ColText(0);
-      const int64_t version = q.use().ColInt(1);
-      Digest d;
-      const bool well_formed = q.use().ColId(2, &d);
-      problem("dangling-name", well_formed ? d.ObjectId() : "", "", "", 0,
-              "name " + name + "@" + std::to_string(version) + " points at " +
-                  (well_formed ? "an object the store does not have" : "a malformed object id"));
-    }
-    if (rc != SQLITE_DONE) return impl->index->Error("verify cannot list names");
-  }
+  VerifyTarget t_;
+  VerifyOptions o_;
+  VerifyReport report_;
+  std::mutex mu_;
+  // Chunks a full read of an object verified, or found damaged (and
+  // reported, naming the object).
+  std::unordered_set<Digest, DigestHash> verified_;
+  std::vector<std::pair<std::string, Status>> failed_reads_;  // object, what failed
+};
 
-  std::map<Digest, ChunkToCheck> chunks;  // ordered by id; sorted by place below
-  for (const ObjectRow& o : objects) {
-    ++report.objects_checked;
-    const std::string oid = o.id.ObjectId();
-    if (IsInline(o.size, o.chunk_count)) {
-      Status s = CheckInline(o.id, o.size, o.manifest);
-      if (!s.ok()) problem("bad-inline", oid, "", "", 0, s.message());
-      report.bytes_checked += o.manifest.size();
-      continue;
-    }
-    Result<std::vector<ManifestEntry>> entries =
-        DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
-    if (!entries.ok()) {
-      problem("bad-manifest", oid, "", "", 0, entries.status().message());
-      continue;
-    }
-    if (entries->size() != o.chunk_count)
-      problem("bad-manifest", oid, "", "", 0,
-              "manifest lists " + std::to_string(entries->size()) + " chunks, the index says " +
-                  std::to_string(o.chunk_count));
-    std::lock_guard<std::mutex> l(impl->db_mu);
-    for (const auto& e : *entries) {
-      if (chunks.count(e.id)) continue;
-      Result<std::optional<ChunkLocation>> loc = impl->index->FindChunk(e.id);
-      if (!loc.ok()) return loc.status();
-      if (!loc->has_value()) {
-        problem("missing-chunk", oid, e.id.Hex(), "", 0, "chunk is not in the index");
-        continue;
-      }
-      if ((*loc)->raw_len != e.length)
-        problem("bad-manifest", oid, e.id.Hex(), "", 0,
-                "chunk length differs between manifest and index");
-      chunks[e.id] = {e.id, **loc, o.id, true};
-    }
-  }
-  if (whole) {  // chunks no object uses are checked too: they may be needed later
-    std::lock_guard<std::mutex> l(impl->db_mu);
-    Query q(impl->index->db(),
-            "SELECT id, pack, offset, raw_len, stored_len, codec, xxh64 FROM chunks");
-    if (!q.ok()) return impl->index->Error("verify cannot list chunks");
-    while (q.use().Step() == SQLITE_ROW) {
-      ChunkToCheck c;
-      q.use().ColId(0, &c.id);
-      if (chunks.count(c.id)) continue;
-      c.loc = ReadChunkLocation(q.use(), 1);
-      chunks[c.id] = c;
-    }
-  }
-
-  // Packs: every row's file exists and is as long as its committed length.
-  std::map<int64_t, PackRow> packs;
+Status Verifier::CheckIndexAndLog() {
   {
-    std::lock_guard<std::mutex> l(impl->db_mu);
-    Result<std::vector<PackRow>> rows = impl->index->ListPacks();
-    if (!rows.ok()) return rows.status();
-    for (const auto& r : *rows) packs[r.id] = r;
+    auto db = t_.index->Lock();
+    Result<std::vector<std::string>> sqlite = db->IntegrityCheck();
+    if (!sqlite.ok()) return sqlite.status();
+    for (const std::string& p : *sqlite) Problem("index-damaged", "", "", "", 0, "the index database: " + p);
   }
-  std::map<int64_t, std::shared_ptr<File>> files;
-  for (const auto& [id, row] : packs) {
-    Result<std::unique_ptr<File>> f = impl->OpenPack(row.name);
+  StoreMeta meta;
+  {
+    auto db = t_.index->Lock();
+    meta = db->meta();
+  }
+  Index::OpenOptions io;
+  io.create = &meta;
+  Result<std::unique_ptr<Index>> truth = Index::Open(":memory:", io);
+  if (!truth.ok()) return truth.status();
+  CHUNKSTORE_RETURN_IF_ERROR((*truth)->PrepareBucketCache());
+  Result<std::vector<ChangeLog::Problem>> log = t_.log->Check(truth->get());
+  if (!log.ok()) return log.status();
+  bool log_sound = true;
+  for (const auto& p : *log) {
+    Problem(p.damage ? "log-damaged" : "log-cut-short", "", "", "", 0, p.message);
+    log_sound = log_sound && !p.damage;
+  }
+  // A damaged log gives no truth to compare with.
+  if (!log_sound) return Status::OK();
+  auto db = t_.index->Lock();
+  Result<std::vector<IndexDifference>> diffs = CompareIndexes(*db, **truth, 50);
+  if (!diffs.ok()) {
+    // An index too damaged to walk is itself the finding.
+    Problem("index-differs", "", "", "", 0, diffs.status().message());
+    return Status::OK();
+  }
+  for (const auto& d : *diffs) Problem("index-differs", d.object_id, "", "", 0, d.message);
+  Result<std::vector<NameRow>> dangling = db->DanglingNames();
+  if (!dangling.ok()) return dangling.status();
+  for (const NameRow& n : *dangling)
+    // Nothing the store does leaves one (removing an object drops its
+    // names), so each is damage.
+    Problem("dangling-name", n.object.ObjectId(), "", "", 0,
+            "name " + n.name + "@" + std::to_string(n.version) + " points at an object the store does not have");
+  return Status::OK();
+}
+
+Status Verifier::CheckPacks(std::map<int64_t, PackRow>* packs) {
+  {
+    auto db = t_.index->Lock();
+    Result<std::vector<PackRow>> rows = db->ListPacks();
+    if (!rows.ok()) return rows.status();
+    for (const auto& r : *rows) (*packs)[r.id] = r;
+  }
+  for (const auto& [id, row] : *packs) {
+    Result<std::unique_ptr<File>> f = t_.packs->Open(row.name, row.size);
     if (!f.ok()) {
-      const int64_t pack_id = id;  // structured bindings cannot be captured before clang 16
-      if (whole || std::any_of(chunks.begin(), chunks.end(),
-                               [&](const auto& c) { return c.second.loc.pack_id == pack_id; }))
-        problem("missing-pack", "", "", row.name, 0, "pack file is missing: " + f.status().message());
+      if (f.status().IsNotFound() || f.status().IsCorruption())
+        Problem("missing-pack", "", "", row.name.substr(0, 64), 0, "pack file is missing: " + f.status().message());
+      else
+        return f.status();
       continue;
     }
     uint8_t header[kPackHeaderSize];
     size_t got = 0;
-    Status read = (*f)->ReadAt(0, sizeof header, header, &got);
-    if (!read.ok()) return read;
+    CHUNKSTORE_RETURN_IF_ERROR((*f)->ReadAt(0, sizeof header, header, &got));
     Status decoded = DecodePackHeader(header, got);
-    if (!decoded.ok()) problem("bad-pack-header", "", "", row.name, 0, decoded.message());
+    if (!decoded.ok()) Problem("bad-pack-header", "", "", row.name, 0, decoded.message());
     Result<uint64_t> size = (*f)->Size();
     if (size.ok() && *size < row.size)
-      problem("short-pack", "", "", row.name, *size,
-              "pack file has " + std::to_string(*size) + " bytes, the index has committed " +
+      Problem("short-pack", "", "", row.name, *size,
+              "pack file has " + std::to_string(*size) + " bytes, the store has committed " +
                   std::to_string(row.size));
-    files[id] = std::move(*f);
   }
+  Result<std::vector<PackFile>> files = t_.packs->List();
+  if (!files.ok()) return files.status();
+  std::unordered_set<std::string> known;
+  for (const auto& [id, row] : *packs) known.insert(row.name);
+  for (const PackFile& f : *files)
+    if (!known.count(f.name))
+      Problem("orphan-pack", "", "", f.name, 0,
+              "pack file is in no committed change (left by an interrupted publish; gc removes it)");
+  return Status::OK();
+}
+
+void Verifier::ReadObjects(const std::vector<ObjectRow>& objects) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    std::vector<uint8_t> buf(1 << 20);
+    for (size_t i; (i = next++) < objects.size();) {
+      const ObjectRow& o = objects[i];
+      const std::string oid = o.id.ObjectId();
+      Result<std::unique_ptr<Reader>> r = [&] {
+        auto db = t_.index->Lock();
+        return OpenObjectReader(t_.read, *db, oid, false);
+      }();
+      if (!r.ok()) {
+        // A missing chunk or a bad manifest is reported from the rows; what
+        // is left is a chunk list that cannot be this object's.
+        if (r.status().IsCorruption())
+          Problem(r.status().chunk_id().empty() ? "bad-object" : "corrupt-chunk", oid, r.status().chunk_id(), "", 0,
+                  r.status().message());
+        continue;
+      }
+      // Read from its start to its end, the reader proves the object's id
+      // before it hands out the last byte (read/reader.h).
+      uint64_t done = 0;
+      Status failed;
+      while (done < o.size) {
+        Result<size_t> n = (*r)->Read(buf.data(), buf.size());
+        if (!n.ok()) {
+          failed = n.status();
+          break;
+        }
+        if (*n == 0) break;
+        done += *n;
+      }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        report_.bytes_checked += done;
+      }
+      if (failed.ok() && done != o.size) failed = Status::Corruption("object " + oid + " ended early", oid);
+      if (!failed.ok()) {
+        if (failed.IsCorruption() && failed.chunk_id().empty()) {
+          Problem("bad-object", oid, "", "", 0, failed.message());
+        } else if (failed.IsCorruption()) {
+          // The chunk's own check below says where it is damaged; only a
+          // failure that check does not see is reported from here.
+          std::lock_guard<std::mutex> l(mu_);
+          failed_reads_.push_back({oid, failed});
+        }
+        continue;
+      }
+      if (!IsInline(o.size, o.chunk_count)) {
+        Result<std::vector<ManifestEntry>> entries = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
+        if (entries.ok()) {
+          std::lock_guard<std::mutex> l(mu_);
+          for (const auto& e : *entries) verified_.insert(e.id);
+        }
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned k = 1; k < std::max(1u, t_.threads); ++k) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+}
+
+Result<VerifyReport> Verifier::Run() {
+  const bool whole = o_.refs.empty();
+  if (whole) CHUNKSTORE_RETURN_IF_ERROR(CheckIndexAndLog());
+
+  // Objects and their manifests.
+  std::vector<ObjectRow> objects;
   if (whole) {
-    Result<std::vector<std::string>> names = impl->ListPackFiles();
-    if (names.ok()) {
-      std::unordered_set<std::string> known;
-      for (const auto& [id, row] : packs) known.insert(row.name);
-      for (const std::string& n : *names)
-        if (!known.count(n))
-          problem("orphan-pack", "", "", n, 0,
-                  "pack file is not in the index (left by an interrupted publish; gc removes it)");
+    auto db = t_.index->Lock();
+    Status walked = db->ForEachObject([&](const ObjectRow& o) {
+      objects.push_back(o);
+      return Status::OK();
+    });
+    if (!walked.ok()) {
+      if (!walked.IsCorruption()) return walked;
+      Problem("index-damaged", "", "", "", 0, walked.message());
+    }
+  } else {
+    for (const std::string& ref : o_.refs) {
+      auto db = t_.index->Lock();
+      ObjectRow row;
+      Result<Digest> id = ResolveRef(*db, ref, &row);
+      if (!id.ok()) return id.status();
+      objects.push_back(std::move(row));
+    }
+  }
+  std::map<Digest, ChunkToCheck> chunks;  // ordered by id; sorted by place below
+  std::vector<ObjectRow> readable;
+  for (const ObjectRow& o : objects) {
+    ++report_.objects_checked;
+    const std::string oid = o.id.ObjectId();
+    if (IsInline(o.size, o.chunk_count)) {
+      Status s = CheckInline(o.id, o.size, o.manifest);
+      if (!s.ok()) Problem("bad-inline", oid, "", "", 0, s.message());
+      report_.bytes_checked += o.manifest.size();
+      continue;
+    }
+    Result<std::vector<ManifestEntry>> entries = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
+    if (!entries.ok()) {
+      Problem("bad-manifest", oid, "", "", 0, entries.status().message());
+      continue;
+    }
+    bool complete = true;
+    if (entries->size() != o.chunk_count) {
+      Problem("bad-manifest", oid, "", "", 0,
+              "manifest lists " + std::to_string(entries->size()) + " chunks, the index says " +
+                  std::to_string(o.chunk_count));
+      complete = false;
+    }
+    auto db = t_.index->Lock();
+    for (const auto& e : *entries) {
+      if (chunks.count(e.id)) continue;
+      Result<std::optional<ChunkLocation>> loc = db->FindChunk(e.id);
+      if (!loc.ok()) return loc.status();
+      if (!loc->has_value()) {
+        Problem("missing-chunk", oid, e.id.Hex(), "", 0, "chunk is not in the index");
+        complete = false;
+        continue;
+      }
+      if ((*loc)->raw_len != e.length) {
+        Problem("bad-manifest", oid, e.id.Hex(), "", 0, "chunk length differs between manifest and index");
+        complete = false;
+      }
+      chunks[e.id] = {e.id, **loc, o.id, true};
+    }
+    if (complete && !o_.quick) readable.push_back(o);
+  }
+  if (whole) {  // chunks no object uses are checked too: they may be needed later
+    auto db = t_.index->Lock();
+    Status walked = db->ForEachChunk([&](const Digest& id, const ChunkLocation& loc) {
+      if (!chunks.count(id)) chunks[id] = {id, loc, Digest{}, false};
+    });
+    if (!walked.ok()) {
+      if (!walked.IsCorruption()) return walked;
+      Problem("index-damaged", "", "", "", 0, walked.message());
     }
   }
 
-  // Chunks, in file order per pack so reads are sequential.
+  std::map<int64_t, PackRow> packs;
+  if (whole) {
+    CHUNKSTORE_RETURN_IF_ERROR(CheckPacks(&packs));
+  } else {
+    auto db = t_.index->Lock();
+    Result<std::vector<PackRow>> rows = db->ListPacks();
+    if (!rows.ok()) return rows.status();
+    for (const auto& r : *rows) packs[r.id] = r;
+  }
+
+  // Full reads: every object's id recomputed, its chunks verified on the way.
+  if (!o_.quick) ReadObjects(readable);
+
+  // The chunks no full read vouched for, in file order per pack so reads
+  // are sequential.
   std::vector<const ChunkToCheck*> order;
-  for (const auto& [id, c] : chunks) order.push_back(&c);
+  for (const auto& [id, c] : chunks) {
+    ++report_.chunks_checked;
+    if (!verified_.count(id)) order.push_back(&c);
+  }
   std::sort(order.begin(), order.end(), [](const ChunkToCheck* a, const ChunkToCheck* b) {
-    return a->loc.pack_id != b->loc.pack_id ? a->loc.pack_id < b->loc.pack_id
-                                            : a->loc.offset < b->loc.offset;
+    return a->loc.pack_id != b->loc.pack_id ? a->loc.pack_id < b->loc.pack_id : a->loc.offset < b->loc.offset;
   });
   Buffer raw;
   for (const ChunkToCheck* c : order) {
     const std::string oid = c->has_object ? c->object.ObjectId() : "";
     auto pit = packs.find(c->loc.pack_id);
-    std::string pack_name;
-    if (pit != packs.end()) {
-      pack_name = pit->second.name;
-    } else {
-      pack_name = std::to_string(c->loc.pack_id);
-      pack_name.insert(pack_name.begin(), '#');
-    }
-    auto fit = files.find(c->loc.pack_id);
-    ++report.chunks_checked;
-    if (fit == files.end()) {
-      problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset,
-              pit == packs.end() ? "the index names a pack it does not record" : "its pack file is missing");
+    if (pit == packs.end()) {
+      Problem("corrupt-chunk", oid, c->id.Hex(), "", c->loc.offset, "the index names a pack it does not record");
       continue;
     }
-    report.bytes_checked += kRecordHeaderSize + c->loc.stored_len;
-    Status s = CheckRecord(*fit->second, c->id, c->loc, options.quick, &raw);
-    if (s.IsCorruption()) problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, s.message());
+    const std::string& pack_name = pit->second.name;
+    Result<std::shared_ptr<File>> file = t_.packs->ForRead(c->loc.pack_id);
+    if (!file.ok()) {
+      if (!file.status().IsCorruption()) return file.status();
+      Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
+      continue;
+    }
+    report_.bytes_checked += kRecordHeaderSize + c->loc.stored_len;
+    Status s = CheckRecord(**file, c->id, c->loc, o_.quick, &raw, true, t_.packs->remote());
+    if (s.IsCorruption()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, s.message());
     else if (!s.ok()) return s;
   }
-  return report;
+  std::unordered_set<std::string> damaged_chunks;
+  for (const auto& p : report_.problems)
+    if (p.kind == "corrupt-chunk") damaged_chunks.insert(p.chunk_id);
+  for (const auto& [oid, failed] : failed_reads_)
+    if (!damaged_chunks.count(failed.chunk_id()))
+      Problem("corrupt-chunk", oid, failed.chunk_id(), "", 0, failed.message());
+  return std::move(report_);
 }
 
-}  // namespace chunkstore
+}  // namespace
+
+Result<VerifyReport> VerifyStore(const VerifyTarget& target, const VerifyOptions& options) {
+  Verifier v(target, options);
+  return v.Run();
+}
+
+}  // namespace chunkstore::internal

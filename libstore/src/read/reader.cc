@@ -1,232 +1,20 @@
-// Verified reading: fetching a chunk record from its pack, checking it
-// (record header, xxHash64 of the stored bytes, inflate, SHA-256 of the raw
-// bytes) before any byte leaves, the cache of verified chunks, and the
-// Reader cursor with parallel read-ahead for sequential reads.
+// Readers (store.h): the cursor over an object's verified chunks, with
+// parallel read-ahead for sequential reads, and the reader of an inline
+// object, whose content was verified when it was opened.
+#include "read/reader.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <deque>
 #include <future>
 
-#include "format/pack_format.h"
+#include "format/manifest.h"
+#include "hash/chain.h"
 #include "hash/sha256_pair.h"
-#include "store/store_impl.h"
+#include "index/refs.h"
 
-namespace chunkstore {
-
-using namespace internal;
-
-// ---- cache ---------------------------------------------------------------
-
-ChunkCache::Bytes ChunkCache::Get(const Digest& id) {
-  if (budget_ == 0) return nullptr;  // a disabled cache holds nothing
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(id);
-  if (it == map_.end()) return nullptr;
-  lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->second;
-}
-
-void ChunkCache::Put(const Digest& id, Bytes bytes) {
-  const size_t n = bytes->size();
-  if (n > budget_) return;
-  std::lock_guard<std::mutex> l(mu_);
-  if (map_.count(id)) return;
-  lru_.emplace_front(id, std::move(bytes));
-  map_[id] = lru_.begin();
-  used_ += n;
-  while (used_ > budget_) {
-    auto& back = lru_.back();
-    used_ -= back.second->size();
-    map_.erase(back.first);
-    lru_.pop_back();
-  }
-}
-
-// ---- buffers -------------------------------------------------------------
-
-BufferPool& BufferPool::Shared() {
-  static BufferPool* const pool = new BufferPool;
-  return *pool;
-}
-
-std::shared_ptr<Buffer> BufferPool::Get(size_t n) {
-  std::unique_ptr<Buffer> b;
-  {
-    // Chunk sizes vary around the average: the smallest free buffer that
-    // fits, else the largest (grown), so buffers settle at sizes that fit
-    // most chunks instead of being reallocated, and faulted in, again.
-    std::lock_guard<std::mutex> l(mu_);
-    size_t pick = free_.size();
-    for (size_t i = 0; i < free_.size(); ++i) {
-      const size_t cap = free_[i]->capacity();
-      if (pick == free_.size()) {
-        pick = i;
-        continue;
-      }
-      const size_t best = free_[pick]->capacity();
-      const bool fits = cap >= n, best_fits = best >= n;
-      if ((fits && (!best_fits || cap < best)) || (!fits && !best_fits && cap > best)) pick = i;
-    }
-    if (pick != free_.size()) {
-      b = std::move(free_[pick]);
-      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(pick));
-    }
-  }
-  if (!b) b = std::make_unique<Buffer>();
-  // Large ones grow in whole MiB: a chunk a little larger than the last
-  // still fits.
-  b->Resize(n, n < (64u << 10) ? n : (n + (1u << 20) - 1) & ~size_t{(1u << 20) - 1});
-  return std::shared_ptr<Buffer>(b.release(), [this](Buffer* p) { Put(p); });
-}
-
-void BufferPool::Put(Buffer* b) {
-  std::unique_ptr<Buffer> owned(b);
-  std::lock_guard<std::mutex> l(mu_);
-  if (free_.size() < kMaxFree) free_.push_back(std::move(owned));
-}
-
-// ---- chunk loading -------------------------------------------------------
-
-Status internal::CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
-                             bool quick, Buffer* raw, bool check_sha) {
-  if (loc.stored_len > kMaxRecordLength || loc.raw_len > kMaxRecordLength)
-    return Status::Corruption("the index records impossible lengths");
-  // Small records come in one read (header and payload); large ones in
-  // two, so the payload lands straight in its buffer.
-  constexpr uint32_t kOneRead = 64 << 10;
-  thread_local Buffer small;
-  // Over a network a request costs far more than a copy: one read always.
-  const bool one_read = loc.stored_len <= kOneRead || dynamic_cast<const RemotePackFile*>(&pack);
-  uint8_t header_bytes[kRecordHeaderSize];
-  const uint8_t* header = header_bytes;
-  size_t got = 0;
-  if (one_read) {
-    small.Resize(kRecordHeaderSize + loc.stored_len);
-    CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, small.size(), small.data(), &got));
-    if (got != small.size()) return Status::Corruption("the pack file is truncated");
-    header = small.data();
-  } else {
-    CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, kRecordHeaderSize, header_bytes, &got));
-    if (got != kRecordHeaderSize) return Status::Corruption("the pack file is truncated");
-  }
-  Result<RecordHeader> h = DecodeRecordHeader(header, kRecordHeaderSize);
-  if (!h.ok()) return h.status();
-  if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
-      h->codec != loc.codec || h->xxh64 != loc.xxh64)
-    return Status::Corruption("the record header does not match the index");
-  // Raw payloads are read straight into the output; zlib ones into a
-  // per-thread scratch buffer first.
-  thread_local Buffer scratch;
-  const uint8_t* stored;
-  if (one_read) {
-    stored = small.data() + kRecordHeaderSize;
-  } else {
-    Buffer* into = loc.codec == Codec::kRaw ? raw : &scratch;
-    into->Resize(loc.stored_len);
-    CHUNKSTORE_RETURN_IF_ERROR(
-        pack.ReadAt(loc.offset + kRecordHeaderSize, loc.stored_len, into->data(), &got));
-    if (got != loc.stored_len) return Status::Corruption("the pack file is truncated");
-    stored = into->data();
-  }
-  // The SHA-256 below already covers every stored byte of a raw record;
-  // xxHash64 is what a quick check relies on, and what guards zlib input.
-  if ((quick || loc.codec != Codec::kRaw) && XxHash64(stored, loc.stored_len) != loc.xxh64)
-    return Status::Corruption("stored bytes fail their xxHash64 check");
-  if (quick) return Status::OK();
-  if (loc.codec == Codec::kZlib) {
-    raw->Resize(loc.raw_len);
-    CHUNKSTORE_RETURN_IF_ERROR(Decompress(stored, loc.stored_len, loc.raw_len, raw->data()));
-  } else if (one_read) {
-    raw->Resize(loc.raw_len);
-    std::memcpy(raw->data(), stored, loc.raw_len);
-  }
-  if (check_sha && Sha256::Of(raw->data(), raw->size()) != id)
-    return Status::Corruption("content does not match its SHA-256");
-  return Status::OK();
-}
-
-Result<std::shared_ptr<File>> Store::Impl::PackForRead(int64_t pack_id) {
-  {
-    std::lock_guard<std::mutex> l(packs_mu);
-    auto it = read_packs.find(pack_id);
-    if (it != read_packs.end()) return it->second;
-  }
-  std::optional<PackRow> row;
-  {
-    std::lock_guard<std::mutex> l(db_mu);
-    Result<std::optional<PackRow>> r = index->FindPack(pack_id);
-    if (!r.ok()) return r.status();
-    row = *r;
-  }
-  if (!row) return Status::Corruption("the index names pack #" + std::to_string(pack_id) +
-                                      ", which it does not record");
-  Result<std::unique_ptr<File>> f = OpenPack(row->name, row->size);
-  if (!f.ok()) {
-    if (f.status().IsNotFound()) return Status::Corruption("pack file " + row->name + " is missing");
-    return f.status();
-  }
-  std::shared_ptr<File> file(std::move(*f));
-  std::lock_guard<std::mutex> l(packs_mu);
-  read_packs.emplace(pack_id, file);
-  return file;
-}
-
-Result<ChunkCache::Bytes> Store::Impl::LoadChunk(const std::string& object_id, const Digest& id,
-                                                 const ChunkLocation& loc, bool keep) {
-  if (ChunkCache::Bytes hit = cache.Get(id)) return hit;
-  auto corrupt = [&](const std::string& what) {
-    const std::string where = " (pack #" + std::to_string(loc.pack_id) + ", offset " +
-                              std::to_string(loc.offset) + ")";
-    return Status::Corruption("object " + object_id + ": chunk " + id.Hex() + where + ": " + what,
-                              object_id, id.Hex());
-  };
-  Result<std::shared_ptr<File>> pack = PackForRead(loc.pack_id);
-  if (!pack.ok()) {
-    if (pack.status().IsCorruption()) return corrupt(pack.status().message());
-    return pack.status();
-  }
-  std::shared_ptr<Buffer> raw = buffers.Get(loc.raw_len);
-  Status s = CheckRecord(**pack, id, loc, false, raw.get());
-  if (s.IsCorruption()) return corrupt(s.message());
-  if (s.IsNotFound() && bucket) return corrupt("its pack is missing from " + dir);
-  CHUNKSTORE_RETURN_IF_ERROR(s);
-  ChunkCache::Bytes bytes = std::move(raw);
-  if (keep) cache.Put(id, bytes);
-  return bytes;
-}
-
-void Store::Impl::LoadChunkGroup(const Digest* ids, const ChunkLocation* locs, size_t n,
-                                 const std::function<void(size_t, ChunkCache::Bytes)>& done) {
-  std::vector<std::shared_ptr<Buffer>> raw(n);
-  Sha256Lanes(
-      n,
-      // Reads and checks chunk k just before it is hashed, while its bytes
-      // are still in cache; one that cannot be is settled at once.
-      [&](size_t k, Sha256Partial& lane) {
-        if (!cache.Get(ids[k])) {
-          Result<std::shared_ptr<File>> pack = PackForRead(locs[k].pack_id);
-          if (pack.ok()) {
-            raw[k] = buffers.Get(locs[k].raw_len);
-            if (CheckRecord(**pack, ids[k], locs[k], false, raw[k].get(), false).ok()) {
-              lane.Start(raw[k]->data(), raw[k]->size());
-              return true;
-            }
-            raw[k].reset();
-          }
-        }
-        done(k, nullptr);
-        return false;
-      },
-      [&](size_t k, const Digest& got) {
-        ChunkCache::Bytes verified;
-        if (got == ids[k]) verified = std::move(raw[k]);
-        raw[k].reset();
-        done(k, std::move(verified));
-      });
-}
-
-// ---- reader --------------------------------------------------------------
+namespace chunkstore::internal {
 
 namespace {
 
@@ -287,16 +75,27 @@ class InlineObjectReader final : public Reader {
   size_t pos_ = 0;
 };
 
+// A cursor over an object's chunks. Every byte it hands out belongs to a
+// chunk that was verified first, and a sequential read of the whole object
+// from its start proves the object's id before the last byte is handed
+// out (store.h): with a version-2 manifest by checking the chain of
+// SHA-256 states chunk by chunk (hash/chain.h), the work spread over the
+// read-ahead workers as the chunk checks would be; with a version-1 one
+// by hashing the chunks as they are handed out. A read that seeks, or is
+// told it will stop early, proves each chunk by its own SHA-256 instead.
 class ObjectReader final : public Reader {
  public:
   using Bytes = ChunkCache::Bytes;
 
-  ObjectReader(std::shared_ptr<Store::Impl> store, Digest id, uint64_t size,
-               std::vector<ManifestEntry> entries, std::vector<ChunkLocation> locs)
-      : store_(std::move(store)),
+  ObjectReader(const ReadSource& source, Digest id, uint64_t size, Manifest manifest,
+               std::vector<ChunkLocation> locs)
+      : keep_alive_(source.keep_alive),
+        loader_(source.loader),
+        digest_(id),
         id_(id.ObjectId()),
         size_(size),
-        entries_(std::move(entries)),
+        entries_(std::move(manifest.entries)),
+        chain_(std::move(manifest.chain)),
         locs_(std::move(locs)) {
     starts_.reserve(entries_.size());
     uint64_t off = 0;
@@ -308,10 +107,10 @@ class ObjectReader final : public Reader {
     // caller copies out the current one; a task verifies a group of up to
     // kGroup, two at a time (SubmitGroup), so each worker holds a group
     // and the next is queued.
-    depth_ = std::max(2u, 3 * store_->threads);
-    workers_ = store_->threads;
-    // From a bucket, fetches wait on the network, not on the cores.
-    if (store_->bucket) depth_ = workers_ = std::max(depth_, 16u);
+    depth_ = loader_->read_ahead_depth();
+    // One chunk is its own proof: its id is the object's (checked at open).
+    proving_ = entries_.size() > 1;
+    chained_ = proving_ && chain_.size() == entries_.size();
   }
 
   ~ObjectReader() override { DropAhead(); }
@@ -322,12 +121,15 @@ class ObjectReader final : public Reader {
 
   Status Seek(uint64_t offset) override {
     CHUNKSTORE_RETURN_IF_ERROR(CheckSeek(offset, size_));
+    if (offset != pos_) StopProving();
     pos_ = offset;
     return Status::OK();
   }
 
   void LimitReadAhead(uint64_t end) override {
     end = std::min(end, size_);
+    // A read that stops early proves chunks, not the object.
+    if (end < size_) StopProving();
     // Chunks [0, ahead_end_) may be verified ahead: those starting below end.
     ahead_end_ = end == 0 ? 0 : ChunkAt(end - 1) + 1;
   }
@@ -353,51 +155,85 @@ class ObjectReader final : public Reader {
   }
 
  private:
+  // A chunk as read ahead: proven by its own SHA-256, or (in a chained
+  // read) checked as a record, its link z computed, its proof pending.
+  struct Loaded {
+    Bytes bytes;
+    ChainState z;
+    bool proven = true;
+  };
+
   // keep: whether the verified chunk goes into the store's cache. Streaming
   // reads would only evict what random reads come back for, so they skip it.
   Result<Bytes> Fetch(size_t i, bool keep = true) {
-    Result<Bytes> r = store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
+    Result<Bytes> r = loader_->Load(id_, entries_[i].id, locs_[i], keep);
     if (r.ok() || !r.status().IsCorruption()) return r;
     // A gc may have moved the chunk to another pack since this reader
-    // looked it up; only a failure at the chunk's current home counts. In
-    // a bucket that gc may have run on another machine: catch up first.
-    if (store_->bucket && !store_->Refresh().ok()) return r;
-    std::optional<ChunkLocation> now;
-    {
-      std::lock_guard<std::mutex> l(store_->db_mu);
-      Result<std::optional<ChunkLocation>> loc = store_->index->FindChunk(entries_[i].id);
-      if (!loc.ok()) return r;
-      now = *loc;
-    }
-    if (!now)
+    // looked it up; only a failure at the chunk's current home counts.
+    Result<std::optional<ChunkLocation>> now = loader_->Relocate(entries_[i].id);
+    if (!now.ok()) return r;
+    if (!now->has_value())
       return Status::NotFound("object " + id_ + ": chunk " + entries_[i].id.Hex() +
                               " is no longer stored (the object was removed and collected while "
                               "being read)");
-    if (now->pack_id == locs_[i].pack_id && now->offset == locs_[i].offset) return r;
-    locs_[i] = *now;
-    return store_->LoadChunk(id_, entries_[i].id, locs_[i], keep);
+    if ((*now)->pack_id == locs_[i].pack_id && (*now)->offset == locs_[i].offset) return r;
+    locs_[i] = **now;
+    return loader_->Load(id_, entries_[i].id, locs_[i], keep);
   }
 
-  // Queues chunks [i, i + n) as one read-ahead task (LoadChunkGroup). Each
-  // chunk's future is set as soon as it is settled; one the group did not
-  // verify goes through Fetch, whose error names what failed and which
+  Result<Loaded> FetchProven(size_t i) {
+    Result<Bytes> b = Fetch(i, false);
+    if (!b.ok()) return b.status();
+    return Loaded{std::move(*b), ChainState{}, true};
+  }
+
+  // Chunk i, loaded on this thread: in a chained read, checked as a link
+  // (its own SHA-256 would be a second pass over it).
+  Result<Loaded> FetchNow(size_t i) {
+    if (!chained_) return FetchProven(i);
+    std::optional<Result<Loaded>> got;
+    const ChunkLoader::ChainLink link = LinkOf(i);
+    loader_->LoadGroup(&entries_[i].id, &locs_[i], &link, 1, [&](size_t, Bytes b, const ChainState& z) {
+      if (b) got.emplace(Loaded{std::move(b), z, false});
+    });
+    if (got) return std::move(*got);
+    return FetchProven(i);
+  }
+
+  // Chunk i's link: its whole blocks, from the state the manifest gives.
+  ChunkLoader::ChainLink LinkOf(size_t i) const {
+    ChunkLoader::ChainLink l;
+    l.from = chain_[i];
+    const uint64_t first = BlockCeil(starts_[i]), last = BlockFloor(starts_[i] + entries_[i].length);
+    l.skip = static_cast<uint32_t>(first - starts_[i]);
+    l.blocks = last > first ? static_cast<uint32_t>((last - first) / 64) : 0;
+    return l;
+  }
+
+  // Queues chunks [i, i + n) as one read-ahead task (ChunkLoader::LoadGroup).
+  // Each chunk's future is set as soon as it is settled; one the group did
+  // not verify goes through Fetch, whose error names what failed and which
   // looks for a chunk gc has moved.
   void SubmitGroup(size_t i, size_t n) {
-    auto promises = std::make_shared<std::vector<std::promise<Result<Bytes>>>>(n);
+    auto promises = std::make_shared<std::vector<std::promise<Result<Loaded>>>>(n);
     for (size_t k = 0; k < n; ++k) ahead_.emplace_back(i + k, (*promises)[k].get_future());
-    store_->ReadAhead(workers_).Submit([this, i, n, promises] {
+    const bool chained = chained_;
+    loader_->ReadAhead().Submit([this, i, n, promises, chained] {
       if (dropping_.load(std::memory_order_acquire)) {  // nobody will take these
         for (size_t k = 0; k < n; ++k) (*promises)[k].set_value(Status::NotFound("read-ahead dropped"));
         return 0;
       }
       internal::Digest ids[kGroup];
       ChunkLocation locs[kGroup];
+      ChunkLoader::ChainLink links[kGroup];
       for (size_t k = 0; k < n; ++k) {
         ids[k] = entries_[i + k].id;
         locs[k] = locs_[i + k];
+        if (chained) links[k] = LinkOf(i + k);
       }
-      store_->LoadChunkGroup(ids, locs, n, [&](size_t k, Bytes b) {
-        (*promises)[k].set_value(b ? Result<Bytes>(std::move(b)) : Fetch(i + k, false));
+      loader_->LoadGroup(ids, locs, chained ? links : nullptr, n, [&](size_t k, Bytes b, const ChainState& z) {
+        if (b) (*promises)[k].set_value(Loaded{std::move(b), z, !chained});
+        else (*promises)[k].set_value(FetchProven(i + k));
       });
       return 0;
     });
@@ -409,36 +245,26 @@ class ObjectReader final : public Reader {
   // interleaves (and the packs are local), each task verifies a group of
   // up to kGroup chunks, and the queue refills a group at a time (between
   // depth_ and depth_ + kGroup - 1 chunks ahead).
-  Result<Bytes> FetchSequential(size_t i) {
+  Result<Loaded> FetchSequential(size_t i) {
     while (!ahead_.empty() && ahead_.front().first < i) {
       ahead_.front().second.wait();
       ahead_.pop_front();
     }
-    Result<Bytes> r = Status::NotFound("");
+    Result<Loaded> r = Status::NotFound("");
     if (!ahead_.empty() && ahead_.front().first == i) {
       r = ahead_.front().second.get();
       ahead_.pop_front();
     } else {
       DropAhead();
-      r = Fetch(i, false);
+      r = FetchNow(i);
     }
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
     const size_t end = std::min(ahead_end_, entries_.size());
-    // Not from a bucket: there a task mostly waits on its fetch, and a
-    // group would fetch its chunks one after the other.
-    if (Sha256PairInterleaves() && !store_->bucket) {
-      while (ahead_.size() < depth_ && next + 1 < end) {
-        const size_t n = std::min(kGroup, end - next);
-        SubmitGroup(next, n);
-        next += n;
-      }
-    }
+    const size_t group = loader_->group_reads() ? kGroup : 1;
     while (ahead_.size() < depth_ && next < end) {
-      ahead_.emplace_back(next, store_->ReadAhead(workers_).Submit([this, next]() -> Result<Bytes> {
-        if (dropping_.load(std::memory_order_acquire)) return Status::NotFound("read-ahead dropped");
-        return Fetch(next, false);
-      }));
-      ++next;
+      const size_t n = std::min(group, end - next);
+      SubmitGroup(next, n);
+      next += n;
     }
     return r;
   }
@@ -454,17 +280,136 @@ class ObjectReader final : public Reader {
     dropping_.store(false, std::memory_order_release);
   }
 
+  // From here on chunks are proven one by one: what was read ahead unproven
+  // is dropped.
+  void StopProving() {
+    if (!proving_) return;
+    proving_ = false;
+    if (chained_) DropAhead();
+    chained_ = false;
+    next_.reset();
+  }
+
   // The chunk holding byte `at` (< size_).
   size_t ChunkAt(uint64_t at) const {
     return static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin() - 1);
   }
 
+  // A link or the final digest did not hold around chunk i (and chunk
+  // next, if there is one): their own SHA-256s say which is damaged. A
+  // damaged chunk i is the error; an intact chunk i before a damaged next
+  // one is handed out, proven alone, and the read goes on chunk by chunk
+  // (the next one's error comes with it); two intact chunks mean the
+  // manifest does not describe this object.
+  Status LinkFailed(size_t i, size_t next) {
+    Result<Bytes> mine = Fetch(i, false);
+    if (!mine.ok()) return mine.status();
+    if (next != SIZE_MAX) {
+      Result<Bytes> theirs = Fetch(next, false);
+      if (!theirs.ok()) {
+        StopProving();
+        cur_ = std::move(*mine);
+        cur_index_ = i;
+        return Status::OK();
+      }
+    }
+    return Status::Corruption("object " + id_ + ": its content does not match its id (its chunk list is "
+                              "damaged, or names the chunks of other content)",
+                              id_);
+  }
+
+  // Chunk i's chain state at its last block boundary.
+  ChainState ZOf(size_t i, const Loaded& l) const {
+    if (!l.proven && l.z.valid) return l.z;
+    const ChunkLoader::ChainLink link = LinkOf(i);
+    ChainState z = link.from;
+    if (z.valid) AdvanceChain(&z, l.bytes->data() + link.skip, link.blocks);
+    return z;
+  }
+
+  // Chunk i, read in order in a whole read of a chained object: handed out
+  // only once the links around it hold (the one block it shares with each
+  // neighbour included), and the last only once the digest is the id.
+  Status EnterChained(size_t i) {
+    Loaded cur;
+    if (next_ && next_index_ == i) {
+      cur = std::move(*next_);
+      next_.reset();
+    } else {
+      Result<Loaded> r = FetchSequential(i);
+      if (!r.ok()) return r.status();
+      cur = std::move(*r);
+    }
+    const ChainState z = ZOf(i, cur);
+    const uint64_t end = starts_[i] + entries_[i].length;
+    if (i + 1 == entries_.size()) {
+      if (!final_done_) {
+        const uint64_t done = BlockFloor(size_);
+        const Digest got = FinishChain(z, done, cur.bytes->data() + (done - starts_[i]), end - done);
+        if (got != digest_) return LinkFailed(i, SIZE_MAX);
+      }
+    } else {
+      Result<Loaded> r = FetchSequential(i + 1);
+      // The next chunk does not pass its own checks: this one is proven
+      // alone, and the error comes when the read reaches the next.
+      if (!r.ok()) return r.status().IsCorruption() ? LinkFailed(i, i + 1) : r.status();
+      Loaded nxt = std::move(*r);
+      const uint64_t tail = BlockFloor(end) - starts_[i];  // where chunk i's last partial block starts
+      if (chain_[i + 1].valid) {
+        ChainState s = z;
+        const size_t head = static_cast<size_t>(BlockCeil(end) - end);
+        if (head > 0 || tail < entries_[i].length) {
+          uint8_t block[64];
+          const size_t from_cur = static_cast<size_t>(entries_[i].length - tail);
+          std::memcpy(block, cur.bytes->data() + tail, from_cur);
+          std::memcpy(block + from_cur, nxt.bytes->data(), head);
+          AdvanceChain(&s, block, 1);
+        }
+        if (s != chain_[i + 1]) return LinkFailed(i, i + 1);
+      } else {
+        // The next chunk is the last and holds no block boundary: the
+        // final digest covers it and the rest of this one.
+        std::string rest(reinterpret_cast<const char*>(cur.bytes->data() + tail), entries_[i].length - tail);
+        rest.append(reinterpret_cast<const char*>(nxt.bytes->data()), nxt.bytes->size());
+        const Digest got = FinishChain(z, BlockFloor(end), reinterpret_cast<const uint8_t*>(rest.data()), rest.size());
+        if (got != digest_) return LinkFailed(i, i + 1);
+        final_done_ = true;
+      }
+      next_ = std::move(nxt);
+      next_index_ = i + 1;
+    }
+    cur_ = std::move(cur.bytes);
+    cur_index_ = i;
+    proven_next_ = i + 1;
+    return Status::OK();
+  }
+
   // Makes chunk i the current one, verified.
   Status Enter(size_t i, bool sequential) {
     if (i == cur_index_) return Status::OK();
-    Result<Bytes> b = sequential && entries_.size() > 1 ? FetchSequential(i) : Fetch(i);
-    if (!b.ok()) return b.status();
-    cur_ = std::move(*b);
+    if (!sequential || entries_.size() == 1) {
+      Result<Bytes> b = Fetch(i);
+      if (!b.ok()) return b.status();
+      cur_ = std::move(*b);
+      cur_index_ = i;
+      return Status::OK();
+    }
+    if (proving_ && i != proven_next_) StopProving();
+    if (chained_) return EnterChained(i);
+    Result<Loaded> r = FetchSequential(i);
+    if (!r.ok()) return r.status();
+    if (proving_) {
+      // A version-1 manifest: the chunks, each proven by its own SHA-256,
+      // are hashed in order; the last is handed out once the digest is
+      // the object's id.
+      whole_.Update(r->bytes->data(), r->bytes->size());
+      if (i + 1 == entries_.size() && whole_.Finish() != digest_)
+        return Status::Corruption("object " + id_ + ": its content does not match its id (its chunk list is "
+                                  "damaged, or names the chunks of other content)",
+                                  id_);
+      proven_next_ = i + 1;
+    }
+    cur_ = std::move(r->bytes);
     cur_index_ = i;
     return Status::OK();
   }
@@ -489,22 +434,33 @@ class ObjectReader final : public Reader {
     return n;
   }
 
-  std::shared_ptr<Store::Impl> store_;
+  std::shared_ptr<void> keep_alive_;
+  ChunkLoader* loader_;
+  Digest digest_;
   std::string id_;
   uint64_t size_;
   std::vector<ManifestEntry> entries_;
+  std::vector<ChainState> chain_;  // one per entry, or none (version 1)
   std::vector<ChunkLocation> locs_;
   std::vector<uint64_t> starts_;
   uint64_t pos_ = 0;
   Bytes cur_;
   size_t cur_index_ = SIZE_MAX;
+  // A whole read from the start, in order: the object's id is being
+  // proven (chained_: by its chain states, else by whole_).
+  bool proving_ = false;
+  bool chained_ = false;
+  size_t proven_next_ = 0;  // the next chunk to hand out in order
+  Sha256Stream whole_;
+  std::optional<Loaded> next_;  // chunk next_index_, fetched for the link to it
+  size_t next_index_ = SIZE_MAX;
+  bool final_done_ = false;  // the digest was checked at the chunk before the last
   // Chunks per read-ahead task where they are verified in pairs: the
   // lanes are refilled within a group, so only a group's end runs alone.
   static constexpr size_t kGroup = 4;
   unsigned depth_ = 1;
-  unsigned workers_ = 1;
   size_t ahead_end_ = SIZE_MAX;  // chunks at or past this index are not read ahead
-  std::deque<std::pair<size_t, std::future<Result<Bytes>>>> ahead_;
+  std::deque<std::pair<size_t, std::future<Result<Loaded>>>> ahead_;
   // Set while DropAhead waits: queued read-ahead tasks then do nothing.
   std::atomic<bool> dropping_{false};
 };
@@ -523,25 +479,36 @@ Result<std::unique_ptr<Reader>> InlineReader(const Digest& id, ObjectRow* row) {
   return std::unique_ptr<Reader>(new InlineObjectReader(id, std::move(row->manifest)));
 }
 
-// Resolves ref and gathers what a reader needs; db_mu held by the caller.
-Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectRow* row,
-                  std::vector<ManifestEntry>* entries, std::vector<ChunkLocation>* locs) {
-  Result<Digest> found = impl->ResolveLocked(ref, row);
+// A manifest's chunk count must be the row's, and a one-chunk object's
+// chunk is the object itself (its id is the object's).
+Status CheckShape(const Digest& id, uint32_t chunk_count, const std::vector<ManifestEntry>& entries) {
+  const std::string oid = id.ObjectId();
+  if (entries.size() != chunk_count)
+    return Status::Corruption("object " + oid + ": manifest lists " + std::to_string(entries.size()) +
+                                  " chunks, the index says " + std::to_string(chunk_count),
+                              oid);
+  if (entries.size() == 1 && entries[0].id != id)
+    return Status::Corruption("object " + oid + ": its one chunk is not the object (chunk " + entries[0].id.Hex() +
+                                  "): its chunk list is damaged, or names other content",
+                              oid);
+  return Status::OK();
+}
+
+// Resolves ref and gathers what a reader needs; the index is locked.
+Status OpenLocked(Index& index, const std::string& ref, Digest* id, ObjectRow* row, Manifest* manifest,
+                  std::vector<ChunkLocation>* locs) {
+  Result<Digest> found = ResolveRef(index, ref, row);
   if (!found.ok()) return found.status();
   *id = *found;
   const std::string oid = id->ObjectId();
   if (IsInline(row->size, row->chunk_count)) return Status::OK();  // the caller checks it
-  Result<std::vector<ManifestEntry>> decoded =
-      DecodeManifest(*id, row->size, row->manifest.data(), row->manifest.size());
+  Result<Manifest> decoded = DecodeManifestWithChain(*id, row->size, row->manifest.data(), row->manifest.size());
   if (!decoded.ok())
     return Status::Corruption("object " + oid + ": " + decoded.status().message(), oid);
-  if (decoded->size() != row->chunk_count)
-    return Status::Corruption("object " + oid + ": manifest lists " + std::to_string(decoded->size()) +
-                                  " chunks, index says " + std::to_string(row->chunk_count),
-                              oid);
-  locs->reserve(decoded->size());
-  for (const auto& e : *decoded) {
-    Result<std::optional<ChunkLocation>> loc = impl->index->FindChunk(e.id);
+  CHUNKSTORE_RETURN_IF_ERROR(CheckShape(*id, row->chunk_count, decoded->entries));
+  locs->reserve(decoded->entries.size());
+  for (const auto& e : decoded->entries) {
+    Result<std::optional<ChunkLocation>> loc = index.FindChunk(e.id);
     if (!loc.ok()) return loc.status();
     if (!loc->has_value())
       return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is not in the index", oid,
@@ -552,39 +519,41 @@ Status OpenLocked(Store::Impl* impl, const std::string& ref, Digest* id, ObjectR
                                 oid, e.id.Hex());
     locs->push_back(**loc);
   }
-  *entries = std::move(*decoded);
+  *manifest = std::move(*decoded);
   return Status::OK();
 }
 
-// Opens one ref; db_mu held by the caller. A full id naming an object of at
-// most one chunk needs one query; any other ref needs a read transaction
-// (one snapshot for the ref, the manifest and every chunk location), which
-// this opens itself unless the caller already holds one (in_read).
-Result<std::unique_ptr<Reader>> OpenHeld(const std::shared_ptr<Store::Impl>& impl, const std::string& ref,
-                                         bool in_read) {
+}  // namespace
+
+// A full id naming an object of at most one chunk needs one query; any
+// other ref needs a read transaction (one snapshot for the ref, the
+// manifest and every chunk location).
+Result<std::unique_ptr<Reader>> OpenObjectReader(const ReadSource& source, Index& index, const std::string& ref,
+                                                 bool in_read) {
   ObjectRow row;
   std::vector<ChunkLocation> locs;
-  std::vector<ManifestEntry> entries;
+  Manifest manifest;
   Digest id;
   std::optional<Digest> full;
   if (ref.size() == 71 && ref.rfind("sha256:", 0) == 0) full = Digest::FromHex(std::string_view(ref).substr(7));
   else if (ref.size() == 64) full = Digest::FromHex(ref);
   if (full) {
-    auto found = impl->index->FindObjectAndFirstChunk(*full);
+    auto found = index.FindObjectAndFirstChunk(*full);
     if (!found.ok()) return found.status();
-    if (found->has_value() && (*found)->first.chunk_count <= 1) {
+    // One query is enough when the object has at most one chunk and the
+    // query found it; otherwise the general path below looks it up.
+    if (found->has_value() && (*found)->first.chunk_count <= 1 &&
+        ((*found)->first.chunk_count == 0 || (*found)->second)) {
       row = std::move((*found)->first);
       id = *full;
       if (IsInline(row.size, row.chunk_count)) return InlineReader(id, &row);
       const std::string oid = id.ObjectId();
-      Result<std::vector<ManifestEntry>> decoded =
-          DecodeManifest(id, row.size, row.manifest.data(), row.manifest.size());
+      Result<Manifest> decoded = DecodeManifestWithChain(id, row.size, row.manifest.data(), row.manifest.size());
       if (!decoded.ok())
         return Status::Corruption("object " + oid + ": " + decoded.status().message(), oid);
-      if (decoded->size() != row.chunk_count)
-        return Status::Corruption("object " + oid + ": manifest and index disagree on the chunk count", oid);
-      if (!decoded->empty()) {
-        const ManifestEntry& e = decoded->front();
+      CHUNKSTORE_RETURN_IF_ERROR(CheckShape(id, row.chunk_count, decoded->entries));
+      if (!decoded->entries.empty()) {
+        const ManifestEntry& e = decoded->entries.front();
         if (!(*found)->second)
           return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is not in the index", oid,
                                     e.id.Hex());
@@ -594,38 +563,20 @@ Result<std::unique_ptr<Reader>> OpenHeld(const std::shared_ptr<Store::Impl>& imp
                                     oid, e.id.Hex());
         locs.push_back(*(*found)->second);
       }
-      return std::unique_ptr<Reader>(new ObjectReader(impl, id, row.size, std::move(*decoded), std::move(locs)));
+      return std::unique_ptr<Reader>(new ObjectReader(source, id, row.size, std::move(*decoded), std::move(locs)));
     }
   }
-  Index* index = impl->index.get();
-  if (!in_read) CHUNKSTORE_RETURN_IF_ERROR(index->BeginRead());
-  Status s = OpenLocked(impl.get(), ref, &id, &row, &entries, &locs);
-  if (!in_read) index->Rollback();
+  Status s;
+  if (in_read) {
+    s = OpenLocked(index, ref, &id, &row, &manifest, &locs);
+  } else {
+    ReadTxn txn(&index);
+    CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+    s = OpenLocked(index, ref, &id, &row, &manifest, &locs);
+  }
   CHUNKSTORE_RETURN_IF_ERROR(s);
   if (IsInline(row.size, row.chunk_count)) return InlineReader(id, &row);
-  return std::unique_ptr<Reader>(new ObjectReader(impl, id, row.size, std::move(entries), std::move(locs)));
+  return std::unique_ptr<Reader>(new ObjectReader(source, id, row.size, std::move(manifest), std::move(locs)));
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  return OpenHeld(impl_, ref, false);
-}
-
-std::vector<Result<std::unique_ptr<Reader>>> Store::OpenReaders(const std::vector<std::string>& refs) {
-  std::vector<Result<std::unique_ptr<Reader>>> out;
-  out.reserve(refs.size());
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  // One read transaction for the whole list: every ref sees the same
-  // snapshot, and the index's file locks are taken once, not per ref.
-  Status began = impl_->index->BeginRead();
-  for (const auto& ref : refs) {
-    if (began.ok()) out.push_back(OpenHeld(impl_, ref, true));
-    else out.push_back(began);
-  }
-  if (began.ok()) impl_->index->Rollback();
-  return out;
-}
-
-}  // namespace chunkstore
+}  // namespace chunkstore::internal

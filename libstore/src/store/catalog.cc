@@ -1,10 +1,12 @@
 // The catalog side of a store: stat, names (list, history, tag, remove),
-// object removal and store-wide statistics.
-#include <chrono>
+// object removal and store-wide statistics. Every change is a change set
+// committed through the store's log, whatever kind of store it is.
+#include <unordered_set>
 
+#include "base/clock.h"
 #include "format/manifest.h"
 #include "format/pack_format.h"
-#include "index/sql.h"
+#include "index/refs.h"
 #include "store/store_impl.h"
 
 namespace chunkstore {
@@ -13,276 +15,190 @@ using namespace internal;
 
 namespace {
 
-// Rows of name versions joined with their objects' sizes.
-Result<std::vector<NameEntry>> NameRows(Index* index, Query& q) {
-  if (!q.ok()) return index->Error("cannot query names");
-  std::vector<NameEntry> out;
-  int rc;
-  while ((rc = q.use().Step()) == SQLITE_ROW) {
-    NameEntry e;
-    e.name = q.use().ColText(0);
-    e.version = q.use().ColInt(1);
-    Digest d;
-    if (!q.use().ColId(2, &d)) return Status::Corruption("name " + e.name + " has a malformed object id");
-    e.id = d.ObjectId();
-    e.created = q.use().ColInt(3);
-    e.size = static_cast<uint64_t>(q.use().ColInt(4));
-    out.push_back(std::move(e));
+NameEntry ToEntry(const NameListing& l) {
+  return NameEntry{l.row.name, l.row.version, l.row.object.ObjectId(), l.size, l.row.created};
+}
+
+// Commits a catalog change: the log is held (so no gc runs meanwhile, and
+// check sees every change committed before), check may refuse or complete
+// the change, then it is committed.
+Status CommitChange(Store::Impl* impl, ChangeSet& change, const std::function<Status(Index&)>& check,
+                    std::vector<int64_t>* versions) {
+  Result<std::unique_ptr<ChangeLog::Held>> held = impl->log->Hold(false, impl->options.busy_timeout_ms);
+  if (!held.ok()) return held.status();
+  {
+    auto db = impl->index.Lock();
+    CHUNKSTORE_RETURN_IF_ERROR(check(*db));
   }
-  if (rc != SQLITE_DONE) return index->Error("cannot query names");
-  return out;
+  change.time = NowSeconds();
+  return (*held)->Commit(change, versions);
 }
 
 }  // namespace
 
 bool VerifyReport::corrupt() const {
   for (const auto& p : problems)
-    if (p.kind != "orphan-pack") return true;
+    if (p.kind != "orphan-pack" && p.kind != "log-cut-short") return true;
   return false;
 }
 
 Result<bool> Store::Exists(const std::string& ref) {
-  Result<Digest> d = impl_->ResolveRef(ref);
-  if (d.ok()) return true;
+  Result<Digest> d = ResolveRef(*impl_->index.Lock(), ref, nullptr);
+  if (d.ok()) {
+    Result<ObjectRow> row = LoadObject(*impl_->index.Lock(), *d);
+    if (row.ok()) return true;
+    if (row.status().IsNotFound()) return false;
+    return row.status();
+  }
   if (d.status().IsNotFound()) return false;
   return d.status();
 }
 
 Result<ObjectInfo> Store::Stat(const std::string& ref) {
-  Result<Digest> id = impl_->ResolveRef(ref);
+  auto db = impl_->index.Lock();
+  ObjectRow row;
+  Result<Digest> id = ResolveRef(*db, ref, &row);
   if (!id.ok()) return id.status();
-  Result<ObjectRow> row = impl_->LoadObject(*id);
-  if (!row.ok()) return row.status();
   ObjectInfo info;
   info.id = id->ObjectId();
-  info.size = row->size;
-  info.chunks = row->chunk_count;
-  info.created = row->created;
-  info.pinned = row->pinned;
-  info.stored_inline = IsInline(row->size, row->chunk_count);
-  if (info.stored_inline) info.stored_bytes = row->manifest.size();
+  info.size = row.size;
+  info.chunks = row.chunk_count;
+  info.created = row.created;
+  info.pinned = row.pinned;
+  info.stored_inline = IsInline(row.size, row.chunk_count);
+  if (info.stored_inline) info.stored_bytes = row.manifest.size();
   Result<std::vector<ManifestEntry>> entries =
       info.stored_inline ? std::vector<ManifestEntry>{}
-                         : DecodeManifest(*id, row->size, row->manifest.data(), row->manifest.size());
-  if (!entries.ok())
-    return Status::Corruption("object " + info.id + ": " + entries.status().message(), info.id);
-  std::lock_guard<std::mutex> l(impl_->db_mu);
+                         : DecodeManifest(*id, row.size, row.manifest.data(), row.manifest.size());
+  if (!entries.ok()) return Status::Corruption("object " + info.id + ": " + entries.status().message(), info.id);
   std::unordered_set<Digest, DigestHash> seen;
   for (const auto& e : *entries) {
     if (!seen.insert(e.id).second) continue;
-    Result<std::optional<ChunkLocation>> loc = impl_->index->FindChunk(e.id);
+    Result<std::optional<ChunkLocation>> loc = db->FindChunk(e.id);
     if (!loc.ok()) return loc.status();
     if (!loc->has_value()) continue;
     info.stored_bytes += kRecordHeaderSize + (*loc)->stored_len;
     if ((*loc)->codec == Codec::kZlib) ++info.compressed_chunks;
   }
-  Query q(impl_->index->db(),
-          "SELECT n.name FROM names n WHERE n.object=?1 AND n.version = "
-          "(SELECT max(version) FROM names m WHERE m.name = n.name) ORDER BY n.name");
-  if (!q.ok()) return impl_->index->Error("cannot query names");
-  q.use().Id(1, *id);
-  int rc;
-  while ((rc = q.use().Step()) == SQLITE_ROW) info.names.push_back(q.use().ColText(0));
-  if (rc != SQLITE_DONE) return impl_->index->Error("cannot query names");
+  Result<std::vector<std::string>> names = db->LatestNamesOf(*id);
+  if (!names.ok()) return names.status();
+  info.names = std::move(*names);
   return info;
 }
 
 Result<std::vector<NameEntry>> Store::List(const std::string& prefix) {
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  // Names compare bytewise; no UTF-8 byte is 0xff, so prefix + 0xff bounds
-  // every name that starts with prefix.
-  Query q(impl_->index->db(),
-          "SELECT n.name, n.version, n.object, n.created, o.size FROM names n "
-          "JOIN objects o ON o.id = n.object "
-          "WHERE n.name >= ?1 AND n.name < ?2 AND n.version = "
-          "(SELECT max(version) FROM names m WHERE m.name = n.name) ORDER BY n.name");
-  const std::string hi = prefix + "\xff";
-  if (q.ok()) q.use().Text(1, prefix).Text(2, hi);
-  return NameRows(impl_->index.get(), q);
+  Result<std::vector<NameListing>> rows = impl_->index.Lock()->ListLatest(prefix);
+  if (!rows.ok()) return rows.status();
+  std::vector<NameEntry> out;
+  for (const auto& r : *rows) out.push_back(ToEntry(r));
+  return out;
 }
 
 Result<std::vector<ObjectInfo>> Store::ListUnnamed() {
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  Query q(impl_->index->db(),
-          "SELECT id, size, chunk_count, created, pinned FROM objects "
-          "WHERE id NOT IN (SELECT object FROM names) ORDER BY created, id");
-  if (!q.ok()) return impl_->index->Error("cannot list objects");
+  Result<std::vector<ObjectRow>> rows = impl_->index.Lock()->ListUnnamed();
+  if (!rows.ok()) return rows.status();
   std::vector<ObjectInfo> out;
-  int rc;
-  while ((rc = q.use().Step()) == SQLITE_ROW) {
+  for (const ObjectRow& r : *rows) {
     ObjectInfo o;
-    Digest d;
-    if (!q.use().ColId(0, &d)) return Status::Corruption("an object row has a malformed id");
-    o.id = d.ObjectId();
-    o.size = static_cast<uint64_t>(q.use().ColInt(1));
-    o.chunks = static_cast<uint64_t>(q.use().ColInt(2));
-    o.created = q.use().ColInt(3);
-    o.pinned = q.use().ColInt(4) != 0;
-    o.stored_inline = IsInline(o.size, static_cast<uint32_t>(o.chunks));
+    o.id = r.id.ObjectId();
+    o.size = r.size;
+    o.chunks = r.chunk_count;
+    o.created = r.created;
+    o.pinned = r.pinned;
+    o.stored_inline = IsInline(r.size, r.chunk_count);
     out.push_back(std::move(o));
   }
-  if (rc != SQLITE_DONE) return impl_->index->Error("cannot list objects");
   return out;
 }
 
 Result<std::vector<NameEntry>> Store::History(const std::string& name) {
   CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  Query q(impl_->index->db(),
-          "SELECT n.name, n.version, n.object, n.created, coalesce(o.size, 0) FROM names n "
-          "LEFT JOIN objects o ON o.id = n.object WHERE n.name = ?1 ORDER BY n.version DESC");
-  if (q.ok()) q.use().Text(1, name);
-  Result<std::vector<NameEntry>> rows = NameRows(impl_->index.get(), q);
-  if (rows.ok() && rows->empty()) return Status::NotFound("no name " + name);
-  return rows;
+  Result<std::vector<NameListing>> rows = impl_->index.Lock()->History(name);
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return Status::NotFound("no name " + name);
+  std::vector<NameEntry> out;
+  for (const auto& r : *rows) out.push_back(ToEntry(r));
+  return out;
 }
-
-namespace {
-
-// A catalog change to a bucket store: under the shared lock (so no gc runs
-// meanwhile), written to the bucket's log, then applied to the cache.
-Status WriteBucketChange(Store::Impl* impl, const LogRecord& r, std::vector<int64_t>* versions) {
-  return impl->bucket->Write(impl->index.get(), &impl->db_mu, r, versions);
-}
-
-}  // namespace
 
 Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
   CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
-  if (impl_->bucket) {
-    Result<std::unique_ptr<BucketLock>> lock = impl_->LockBucketShared();
-    if (!lock.ok()) return lock.status();
-    Result<Digest> id = impl_->ResolveRef(ref);
-    if (!id.ok()) return id.status();
-    Result<ObjectRow> row = impl_->LoadObject(*id);
-    if (!row.ok()) return row.status();
-    LogRecord r;
-    r.kind = LogRecord::kTag;
-    r.time = NowSeconds();
-    r.names.emplace_back(name, *id);
-    std::vector<int64_t> versions;
-    CHUNKSTORE_RETURN_IF_ERROR(WriteBucketChange(impl_.get(), r, &versions));
-    if (versions.empty() || versions[0] == 0)
-      return Status::NotFound("object " + id->ObjectId() + " was removed by another writer");
-    return NameEntry{name, versions[0], id->ObjectId(), row->size, r.time};
-  }
-  Result<Digest> id = impl_->ResolveRef(ref);
-  if (!id.ok()) return id.status();
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  Index* index = impl_->index.get();
-  CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-  // The object may have been removed since it was resolved.
-  Result<std::optional<ObjectRow>> row = index->FindObject(*id);
-  if (!row.ok() || !row->has_value()) {
-    index->Rollback();
-    return row.ok() ? Status::NotFound("no object " + id->ObjectId()) : row.status();
-  }
-  const int64_t now = NowSeconds();
-  Result<int64_t> v = index->AddName(name, *id, now);
-  if (!v.ok()) {
-    index->Rollback();
-    return v.status();
-  }
-  CHUNKSTORE_RETURN_IF_ERROR(index->Commit());
-  return NameEntry{name, *v, id->ObjectId(), (*row)->size, now};
+  ChangeSet c;
+  c.kind = ChangeSet::kTag;
+  Digest id;
+  uint64_t size = 0;
+  std::vector<int64_t> versions;
+  CHUNKSTORE_RETURN_IF_ERROR(CommitChange(
+      impl_.get(), c,
+      [&](Index& index) -> Status {
+        // Resolved under the log: the object cannot be removed before the tag.
+        ObjectRow row;
+        Result<Digest> d = ResolveRef(index, ref, &row);
+        if (!d.ok()) return d.status();
+        id = *d;
+        size = row.size;
+        c.names.push_back({name, id, 0, 0});
+        return Status::OK();
+      },
+      &versions));
+  if (versions.empty() || versions[0] == 0)
+    return Status::NotFound("object " + id.ObjectId() + " was removed by another writer");
+  return NameEntry{name, versions[0], id.ObjectId(), size, c.time};
 }
 
 Status Store::RemoveName(const std::string& name) {
   CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
-  if (impl_->bucket) {
-    Result<std::unique_ptr<BucketLock>> lock = impl_->LockBucketShared();
-    if (!lock.ok()) return lock.status();
-    {
-      std::lock_guard<std::mutex> l(impl_->db_mu);
-      Result<std::optional<NameRow>> row = impl_->index->FindName(name, 0);
-      if (!row.ok()) return row.status();
-      if (!row->has_value()) return Status::NotFound("no name " + name);
-    }
-    LogRecord r;
-    r.kind = LogRecord::kRemoveName;
-    r.time = NowSeconds();
-    r.removed_names.push_back(name);
-    return WriteBucketChange(impl_.get(), r, nullptr);
-  }
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  Query q(impl_->index->db(), "DELETE FROM names WHERE name = ?1");
-  if (!q.ok()) return impl_->index->Error("cannot remove a name");
-  q.use().Text(1, name);
-  if (q.use().Step() != SQLITE_DONE) return impl_->index->Error("cannot remove a name");
-  if (sqlite3_changes(impl_->index->db()) == 0) return Status::NotFound("no name " + name);
-  return Status::OK();
+  ChangeSet c;
+  c.kind = ChangeSet::kRemoveName;
+  c.removed_names.push_back(name);
+  return CommitChange(
+      impl_.get(), c,
+      [&](Index& index) -> Status {
+        Result<std::optional<NameRow>> row = index.FindName(name, 0);
+        if (!row.ok()) return row.status();
+        if (!row->has_value()) return Status::NotFound("no name " + name);
+        return Status::OK();
+      },
+      nullptr);
 }
 
 Status Store::RemoveObject(const std::string& ref) {
-  std::unique_ptr<BucketLock> bucket_lock;
-  if (impl_->bucket) {
-    Result<std::unique_ptr<BucketLock>> lock = impl_->LockBucketShared();
-    if (!lock.ok()) return lock.status();
-    bucket_lock = std::move(*lock);
-  }
-  Result<Digest> id = impl_->ResolveRef(ref);
-  if (!id.ok()) return id.status();
-  if (impl_->bucket) {
-    LogRecord r;
-    r.kind = LogRecord::kRemoveObject;
-    r.time = NowSeconds();
-    r.removed_objects.push_back(*id);
-    return WriteBucketChange(impl_.get(), r, nullptr);
-  }
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  Index* index = impl_->index.get();
-  CHUNKSTORE_RETURN_IF_ERROR(index->Begin());
-  for (const char* sql : {"DELETE FROM names WHERE object = ?1", "DELETE FROM objects WHERE id = ?1"}) {
-    Query q(index->db(), sql);
-    if (q.ok()) q.use().Id(1, *id);
-    if (!q.ok() || q.use().Step() != SQLITE_DONE) {
-      Status s = index->Error("cannot remove an object");
-      index->Rollback();
-      return s;
-    }
-  }
-  return index->Commit();
+  ChangeSet c;
+  c.kind = ChangeSet::kRemoveObject;
+  return CommitChange(
+      impl_.get(), c,
+      [&](Index& index) -> Status {
+        ObjectRow row;
+        Result<Digest> id = ResolveRef(index, ref, &row);
+        if (!id.ok()) return id.status();
+        c.removed_objects.push_back(*id);
+        return Status::OK();
+      },
+      nullptr);
 }
 
 Result<StoreStats> Store::Stats() {
-  std::lock_guard<std::mutex> l(impl_->db_mu);
-  Index* index = impl_->index.get();
+  IndexTotals t;
+  {
+    auto db = impl_->index.Lock();
+    // One consistent snapshot across the queries.
+    ReadTxn txn(db.get());
+    CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+    Result<IndexTotals> got = db->Totals();
+    if (!got.ok()) return got.status();
+    t = *got;
+  }
   StoreStats st;
-  auto one_row = [&](const char* sql, auto&& read) -> Status {
-    Query q(index->db(), sql);
-    if (!q.ok() || q.use().Step() != SQLITE_ROW) return index->Error("cannot compute statistics");
-    read(q.use());
-    return Status::OK();
-  };
-  // BEGIN gives one consistent snapshot across the queries.
-  CHUNKSTORE_RETURN_IF_ERROR(index->Exec("BEGIN"));
-  Status s = one_row("SELECT count(*), total(size) FROM objects", [&](Use& u) {
-    st.objects = static_cast<uint64_t>(u.ColInt(0));
-    st.logical_bytes = static_cast<uint64_t>(u.ColInt(1));
-  });
-  if (s.ok())
-    s = one_row("SELECT count(DISTINCT name) FROM names",
-                [&](Use& u) { st.names = static_cast<uint64_t>(u.ColInt(0)); });
-  if (s.ok())
-    s = one_row("SELECT count(*), total(raw_len), total(stored_len) FROM chunks", [&](Use& u) {
-      st.chunks = static_cast<uint64_t>(u.ColInt(0));
-      st.unique_bytes = static_cast<uint64_t>(u.ColInt(1));
-      st.stored_bytes = static_cast<uint64_t>(u.ColInt(2)) + st.chunks * kRecordHeaderSize;
-    });
-  if (s.ok())
-    s = one_row("SELECT count(*), total(size) FROM objects WHERE chunk_count = 0 AND size > 0", [&](Use& u) {
-      st.inline_objects = static_cast<uint64_t>(u.ColInt(0));
-      st.inline_bytes = static_cast<uint64_t>(u.ColInt(1));
-    });
-  st.unique_bytes += st.inline_bytes;
-  st.stored_bytes += st.inline_bytes;
-  if (s.ok())
-    s = one_row("SELECT count(*), total(size) FROM packs", [&](Use& u) {
-      st.pack_count = static_cast<uint64_t>(u.ColInt(0));
-      st.pack_bytes = static_cast<uint64_t>(u.ColInt(1));
-    });
-  index->Exec("COMMIT");
-  if (!s.ok()) return s;
+  st.objects = t.objects;
+  st.logical_bytes = t.logical_bytes;
+  st.names = t.names;
+  st.chunks = t.chunks;
+  st.unique_bytes = t.raw_bytes + t.inline_bytes;
+  st.stored_bytes = t.stored_bytes + t.chunks * kRecordHeaderSize + t.inline_bytes;
+  st.inline_objects = t.inline_objects;
+  st.inline_bytes = t.inline_bytes;
+  st.pack_count = t.packs;
+  st.pack_bytes = t.pack_bytes;
   const uint64_t used = st.stored_bytes - st.inline_bytes + st.pack_count * kPackHeaderSize;
   st.garbage_bytes = st.pack_bytes > used ? st.pack_bytes - used : 0;
   return st;

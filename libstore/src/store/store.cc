@@ -7,43 +7,17 @@
 #include <iostream>
 #include <thread>
 
+#include "format/layout.h"
+#include "index/refs.h"
 #include "ingest/file_prefetch.h"
 #include "ingest/ingest.h"
+#include "maintain/gc.h"
+#include "maintain/verify.h"
 #include "store/store_impl.h"
 
 namespace chunkstore {
 
 using namespace internal;
-
-namespace {
-
-constexpr const char* kIndexFile = "index.db";
-
-bool IsHex(const std::string& s) {
-  for (char c : s) {
-    const bool digit = c >= '0' && c <= '9';
-    const char lower = static_cast<char>(c | 0x20);
-    if (!digit && !(lower >= 'a' && lower <= 'f')) return false;
-  }
-  return !s.empty();
-}
-
-}  // namespace
-
-Status internal::CreateIndexFile(Env* env, const std::string& dir, const StoreMeta& meta,
-                                 const Options& options) {
-  // Built under a temporary name and renamed, so a crash never leaves a
-  // half-made index under the real name.
-  const std::string fresh = dir + "/index.db.new";
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env->RemoveFile(fresh + suffix);
-  {
-    Result<std::unique_ptr<Index>> made = Index::Open(fresh, &meta, options.sync, options.busy_timeout_ms);
-    if (!made.ok()) return made.status();
-  }
-  CHUNKSTORE_RETURN_IF_ERROR(env->RenameFile(fresh, dir + "/" + kIndexFile));
-  if (options.sync) CHUNKSTORE_RETURN_IF_ERROR(env->SyncDir(dir));
-  return Status::OK();
-}
 
 Status internal::CreateDirs(Env* env, const std::string& dir, bool sync) {
   if (env->IsDirectory(dir)) return Status::OK();
@@ -55,40 +29,6 @@ Status internal::CreateDirs(Env* env, const std::string& dir, bool sync) {
   // anything the store does later: without this, power loss could take a
   // whole new store, acknowledged publishes included.
   return sync ? env->SyncDir(parent) : Status::OK();
-}
-
-Status ValidateName(const std::string& name) {
-  if (name.empty()) return Status::InvalidArgument("a name cannot be empty");
-  if (name.size() > 1024)
-    return Status::InvalidArgument("name is " + std::to_string(name.size()) +
-                                   " bytes long; the limit is 1024");
-  // Well-formed UTF-8 without control characters (C0, DEL or C1).
-  const size_t n = name.size();
-  for (size_t i = 0; i < n;) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    const auto bad_utf8 = [&] {
-      return Status::InvalidArgument("name is not valid UTF-8 (byte " + std::to_string(i) + ")");
-    };
-    if (c < 0x20 || c == 0x7f)
-      return Status::InvalidArgument("name contains a control character at byte " +
-                                     std::to_string(i));
-    if (c == '@')
-      return Status::InvalidArgument("name contains '@', which refs use for versions (NAME@N)");
-    size_t extra;
-    if (c < 0x80) extra = 0;
-    else if (c >= 0xc2 && c <= 0xdf) extra = 1;
-    else if ((c & 0xf0) == 0xe0) extra = 2;
-    else if (c >= 0xf0 && c <= 0xf4) extra = 3;
-    else return bad_utf8();
-    if (i + extra >= n && extra > 0) return bad_utf8();
-    for (size_t k = 1; k <= extra; ++k)
-      if ((static_cast<unsigned char>(name[i + k]) & 0xc0) != 0x80) return bad_utf8();
-    if (c == 0xc2 && static_cast<unsigned char>(name[i + 1]) < 0xa0)
-      return Status::InvalidArgument("name contains a control character at byte " +
-                                     std::to_string(i));
-    i += extra + 1;
-  }
-  return Status::OK();
 }
 
 Store::Store(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -104,94 +44,95 @@ unsigned internal::ThreadCount(const Options& o) {
   return hc ? hc : 1;
 }
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& dir_in, const Options& options) {
-  if (dir_in.empty()) return Status::InvalidArgument("the store directory name is empty");
+void Store::Impl::WireReadWrite() {
+  internal::LocalPackOptions po;
+  po.sync = options.sync;
+  po.pack_target_size = options.pack_target_size;
+  if (!packs) packs = internal::NewLocalPackSet(env, root + "/" + internal::kPacksDir, &index, po);
+  loader = std::make_unique<internal::ChunkLoader>(&index, packs.get(), log.get(), options.cache_bytes, threads);
+}
+
+internal::PublishTarget Store::Impl::publish_target() {
+  internal::PublishTarget t;
+  t.index = &index;
+  t.packs = packs.get();
+  t.log = log.get();
+  t.meta = meta;
+  t.threads = threads;
+  t.busy_timeout_ms = options.busy_timeout_ms;
+  t.owner = this;
+  return t;
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options& options) {
+  if (dir.empty()) return Status::InvalidArgument("the store directory name is empty");
   CHUNKSTORE_RETURN_IF_ERROR(options.chunking.Validate());
   CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(EffectiveInlineMax(options.inline_max, options.chunking),
                                                options.chunking));
-  if (options.blob_store != nullptr || dir_in.rfind("s3://", 0) == 0) {
-    Result<std::shared_ptr<Impl>> bucket = OpenBucketStore(dir_in, options);
-    if (!bucket.ok()) return bucket.status();
-    return std::unique_ptr<Store>(new Store(std::move(*bucket)));
-  }
-  std::string dir = dir_in;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  auto impl = std::make_shared<Impl>(options);
-  impl->env = options.env ? options.env : Env::Posix();
-  impl->dir = impl->root = dir;
-  impl->threads = ThreadCount(options);
-  Env* env = impl->env;
-  const std::string index_path = dir + "/" + kIndexFile;
-
-  if (!env->FileExists(dir)) {
-    if (!options.create_if_missing) return Status::NotFound("no store at " + dir);
-    CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, dir, options.sync));
-  }
-  if (!env->IsDirectory(dir)) return Status::InvalidArgument(dir + " is not a directory");
-
-  if (!env->FileExists(index_path)) {
-    Result<std::vector<std::string>> entries = env->ListDir(dir);
-    if (!entries.ok()) return entries.status();
-    // An interrupted creation leaves only these behind.
-    for (const std::string& e : *entries) {
-      if (e != "LOCK" && e != "packs" && e != "tmp" && e.rfind("index.db.new", 0) != 0)
-        return Status::InvalidArgument(dir + " is not a chunkstore store (it has no " + kIndexFile +
-                                       " and is not empty); refusing to use it");
-    }
-    if (!options.create_if_missing) return Status::NotFound("no store at " + dir);
-    Result<std::unique_ptr<FileLock>> lock = env->LockFile(dir + "/LOCK");
-    if (!lock.ok()) return lock.status();
-    if (!env->FileExists(index_path)) {  // nobody created it while we waited
-      CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(dir + "/packs"));
-      CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(dir + "/tmp"));
-      StoreMeta meta;
-      meta.chunking = options.chunking;
-      meta.compression = options.compression;
-      meta.inline_max = EffectiveInlineMax(options.inline_max, options.chunking);
-      CHUNKSTORE_RETURN_IF_ERROR(
-          CreateIndexFile(env, dir, meta, options).WithContext("cannot create a store in " + dir));
-    }
-  } else if (options.error_if_exists) {
-    return Status::InvalidArgument(dir + " is already a chunkstore store");
-  }
-  Result<std::unique_ptr<Index>> index =
-      Index::Open(index_path, nullptr, options.sync, options.busy_timeout_ms);
-  if (!index.ok()) {
-    const Status& s = index.status();
-    if (s.IsCorruption() && s.message().find("not a database") != std::string::npos)
-      return Status::InvalidArgument(dir + " is not a chunkstore store (" + kIndexFile +
-                                     " is not a database)");
-    return s.WithContext(dir);
-  }
-  impl->index = std::move(*index);
-  impl->meta = impl->index->meta();
-  if (!env->IsDirectory(impl->packs_dir()))
-    CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(impl->packs_dir()));
-  if (!env->IsDirectory(impl->tmp_dir())) CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(impl->tmp_dir()));
-  return std::unique_ptr<Store>(new Store(std::move(impl)));
+  const bool bucket = options.blob_store != nullptr || dir.rfind("s3://", 0) == 0;
+  Result<std::shared_ptr<Impl>> impl = bucket ? OpenBucketStore(dir, options) : OpenDirectoryStore(dir, options);
+  if (!impl.ok()) return impl.status();
+  return std::unique_ptr<Store>(new Store(std::move(*impl)));
 }
 
 Result<std::unique_ptr<Store>> Store::OpenInMemory(const Options& options) {
   CHUNKSTORE_RETURN_IF_ERROR(options.chunking.Validate());
   CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(EffectiveInlineMax(options.inline_max, options.chunking),
                                                options.chunking));
-  auto impl = std::make_shared<Impl>(options);
-  impl->owned_env = Env::NewMemory();
-  impl->env = impl->owned_env.get();
-  impl->root = "/mem";
-  impl->threads = ThreadCount(options);
-  CHUNKSTORE_RETURN_IF_ERROR(impl->env->CreateDir("/mem"));
-  CHUNKSTORE_RETURN_IF_ERROR(impl->env->CreateDir(impl->packs_dir()));
-  CHUNKSTORE_RETURN_IF_ERROR(impl->env->CreateDir(impl->tmp_dir()));
-  StoreMeta meta;
-  meta.chunking = options.chunking;
-  meta.compression = options.compression;
-  meta.inline_max = EffectiveInlineMax(options.inline_max, options.chunking);
-  Result<std::unique_ptr<Index>> index = Index::Open(":memory:", &meta, false, 0);
-  if (!index.ok()) return index.status();
-  impl->index = std::move(*index);
-  impl->meta = impl->index->meta();
-  return std::unique_ptr<Store>(new Store(std::move(impl)));
+  Result<std::shared_ptr<Impl>> impl = OpenMemoryStore(options);
+  if (!impl.ok()) return impl.status();
+  return std::unique_ptr<Store>(new Store(std::move(*impl)));
+}
+
+const std::vector<std::string>& Store::notices() const { return impl_->notices; }
+
+bool Store::is_bucket() const { return impl_->blobs != nullptr; }
+
+Status Store::Refresh() { return impl_->log->CatchUp(); }
+
+Status Store::RebuildIndex() {
+  CHUNKSTORE_RETURN_IF_ERROR(impl_->log->Rebuild());
+  impl_->packs->ForgetOpen();
+  return Status::OK();
+}
+
+Result<GcReport> Store::Gc(const GcOptions& options) {
+  internal::GcTarget t;
+  t.index = &impl_->index;
+  t.packs = impl_->packs.get();
+  t.log = impl_->log.get();
+  t.busy_timeout_ms = impl_->options.busy_timeout_ms;
+  return internal::CollectGarbage(t, options);
+}
+
+Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
+  internal::VerifyTarget t;
+  t.index = &impl_->index;
+  t.packs = impl_->packs.get();
+  t.log = impl_->log.get();
+  t.read = impl_->read_source();
+  t.threads = impl_->threads;
+  return internal::VerifyStore(t, options);
+}
+
+Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
+  auto db = impl_->index.Lock();
+  return internal::OpenObjectReader(impl_->read_source(), *db, ref, false);
+}
+
+std::vector<Result<std::unique_ptr<Reader>>> Store::OpenReaders(const std::vector<std::string>& refs) {
+  std::vector<Result<std::unique_ptr<Reader>>> out;
+  out.reserve(refs.size());
+  const internal::ReadSource source = impl_->read_source();
+  auto db = impl_->index.Lock();
+  // One read transaction for the whole list: every ref sees the same
+  // snapshot, and the index's file locks are taken once, not per ref.
+  internal::ReadTxn txn(db.get());
+  for (const auto& ref : refs) {
+    if (txn.status().ok()) out.push_back(internal::OpenObjectReader(source, *db, ref, true));
+    else out.push_back(txn.status());
+  }
+  return out;
 }
 
 // ---- publishing ----------------------------------------------------------
@@ -199,7 +140,7 @@ Result<std::unique_ptr<Store>> Store::OpenInMemory(const Options& options) {
 namespace {
 
 Result<PublishResult> PublishOne(Store::Impl* impl, Source& source, const std::string& name) {
-  PublishSession session(impl);
+  PublishSession session(impl->publish_target());
   Result<PublishResult> r = session.AddSource(source, name);
   if (!r.ok()) return r.status();
   CHUNKSTORE_RETURN_IF_ERROR(session.Commit());
@@ -272,7 +213,7 @@ class ProgressSource final : public Source {
 }  // namespace
 
 struct Batch::Impl {
-  explicit Impl(Store::Impl* store) : session(store) {}
+  explicit Impl(Store::Impl* store) : session(store->publish_target()) {}
   PublishSession session;
   bool failed = false;
   std::function<void(uint64_t)> progress;
@@ -378,7 +319,7 @@ std::vector<ChunkInfo> PreparedObject::chunks() const {
   return out;
 }
 
-Status PreparedObject::State::ReadContent(uint64_t offset, uint8_t* buf, size_t n) const {
+Status PreparedState::ReadContent(uint64_t offset, uint8_t* buf, size_t n) const {
   switch (kind) {
     case Kind::kBytes:
       std::memcpy(buf, bytes + offset, n);
@@ -436,12 +377,13 @@ class TeeSource final : public Source {
 
 static Result<PreparedObject> RunPrepare(Store::Impl* impl, Source& source,
                                          std::unique_ptr<PreparedObject::State> state) {
+  PublishSession hint(impl->publish_target());
   PrepareSink sink;
   IngestConfig cfg;
   cfg.chunking = impl->meta.chunking;
   cfg.compress = false;
   cfg.threads = impl->threads;
-  const std::vector<ManifestEntry> expected = impl->EarlierVersion(source, cfg);
+  const std::vector<ManifestEntry> expected = hint.EarlierVersion(source, cfg);
   if (!expected.empty()) cfg.expected = &expected;
   Result<IngestOutcome> out = Ingest(source, cfg, &sink);
   if (!out.ok()) return out.status().WithContext("cannot prepare " + source.Describe());
@@ -449,6 +391,7 @@ static Result<PreparedObject> RunPrepare(Store::Impl* impl, Source& source,
   state->id_str = out->object_id.ObjectId();
   state->size = out->size;
   state->entries = std::move(sink.entries);
+  state->chain = std::move(out->chain);
   state->owner = impl;
   return PreparedObject::State::Wrap(std::move(state));
 }
@@ -518,7 +461,7 @@ Result<PreparedObject> Store::PrepareStream(std::istream& in) {
 
 Result<PublishResult> Store::Publish(const PreparedObject& prepared, const std::string& name) {
   if (!prepared.state_) return Status::InvalidArgument("the prepared object is empty (moved from?)");
-  PublishSession session(impl_.get());
+  PublishSession session(impl_->publish_target());
   Result<PublishResult> r = session.AddPrepared(*prepared.state_, name);
   if (!r.ok()) return r.status();
   CHUNKSTORE_RETURN_IF_ERROR(session.Commit());
@@ -527,102 +470,17 @@ Result<PublishResult> Store::Publish(const PreparedObject& prepared, const std::
 
 // ---- refs ----------------------------------------------------------------
 
-Result<Digest> Store::Impl::ResolveRef(const std::string& ref) {
-  std::lock_guard<std::mutex> l(db_mu);
-  return ResolveLocked(ref, nullptr);
-}
-
-Result<Digest> Store::Impl::ResolveLocked(const std::string& ref, ObjectRow* row_out) {
-  if (ref.empty()) return Status::InvalidArgument("empty ref");
-  std::string hex = ref;
-  const bool explicit_id = ref.rfind("sha256:", 0) == 0;
-  if (explicit_id) hex = ref.substr(7);
-  if (explicit_id && (!IsHex(hex) || hex.size() < 8 || hex.size() > 64))
-    return Status::InvalidArgument("malformed object id '" + ref +
-                                   "': expected sha256: and 8 to 64 hex digits");
-  const bool hex_only = IsHex(hex);
-  if (hex_only && hex.size() == 64) {
-    Digest d = *Digest::FromHex(hex);
-    Result<std::optional<ObjectRow>> row = index->FindObject(d);
-    if (!row.ok()) return row.status();
-    if (!row->has_value()) return Status::NotFound("no object " + d.ObjectId());
-    if (row_out) *row_out = std::move(**row);
-    return d;
-  }
-  if (hex_only && hex.size() >= 8) {
-    std::vector<Digest> found;
-    {
-      Result<std::vector<Digest>> r = index->FindObjectsByPrefix(hex, 11);
-      if (!r.ok()) return r.status();
-      found = std::move(*r);
-    }
-    if (found.size() == 1) return Loaded(found[0], row_out);
-    if (found.size() > 1) {
-      std::string msg = "ambiguous id prefix " + hex + " matches " +
-                        (found.size() > 10 ? "more than 10" : std::to_string(found.size())) +
-                        " objects:";
-      for (size_t i = 0; i < found.size() && i < 10; ++i) msg += " " + found[i].ObjectId();
-      return Status::InvalidArgument(msg);
-    }
-    if (explicit_id) return Status::NotFound("no object with id prefix " + hex);
-    // Otherwise it may still be a name that happens to look like hex.
-  }
-  std::string name = ref;
-  int64_t version = 0;
-  const size_t at = ref.rfind('@');
-  if (at != std::string::npos) {
-    name = ref.substr(0, at);
-    const std::string v = ref.substr(at + 1);
-    if (v == "latest") {
-      version = 0;
-    } else if (!v.empty() && v.size() <= 18 &&
-               v.find_first_not_of("0123456789") == std::string::npos) {
-      version = std::stoll(v);
-      if (version < 1) return Status::InvalidArgument("version numbers start at 1 in '" + ref + "'");
-    } else {
-      return Status::InvalidArgument("malformed ref '" + ref +
-                                     "': after '@' comes a version number or 'latest'");
-    }
-  }
-  Status valid = ValidateName(name);
-  if (!valid.ok()) return valid.WithContext("malformed ref");
-  Result<std::optional<NameRow>> row = index->FindName(name, version);
-  if (!row.ok()) return row.status();
-  if (!row->has_value()) {
-    if (version != 0) return Status::NotFound("name " + name + " has no version " + std::to_string(version));
-    return Status::NotFound("no object or name matches '" + ref + "'");
-  }
-  return Loaded((*row)->object, row_out);
-}
-
-Result<Digest> Store::Impl::Loaded(const Digest& id, ObjectRow* row_out) {
-  if (row_out == nullptr) return id;
-  Result<std::optional<ObjectRow>> row = index->FindObject(id);
-  if (!row.ok()) return row.status();
-  if (!row->has_value()) return Status::NotFound("no object " + id.ObjectId());
-  *row_out = std::move(**row);
-  return id;
-}
-
-Result<ObjectRow> Store::Impl::LoadObject(const Digest& id) {
-  std::lock_guard<std::mutex> l(db_mu);
-  Result<std::optional<ObjectRow>> row = index->FindObject(id);
-  if (!row.ok()) return row.status();
-  if (!row->has_value()) return Status::NotFound("no object " + id.ObjectId());
-  return std::move(**row);
-}
-
 Result<std::string> Store::Resolve(const std::string& ref) {
-  Result<Digest> d = impl_->ResolveRef(ref);
+  Result<Digest> d = ResolveRef(*impl_->index.Lock(), ref);
   if (!d.ok()) return d.status();
   return d->ObjectId();
 }
 
 Result<std::vector<ChunkInfo>> Store::Chunks(const std::string& ref) {
-  Result<Digest> d = impl_->ResolveRef(ref);
+  ObjectRow found;
+  Result<Digest> d = ResolveRef(*impl_->index.Lock(), ref, &found);
   if (!d.ok()) return d.status();
-  Result<ObjectRow> row = impl_->LoadObject(*d);
-  if (!row.ok()) return row.status();
+  Result<ObjectRow> row = std::move(found);
   if (IsInline(row->size, row->chunk_count)) return std::vector<ChunkInfo>{};
   Result<std::vector<ManifestEntry>> entries =
       DecodeManifest(*d, row->size, row->manifest.data(), row->manifest.size());

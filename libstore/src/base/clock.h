@@ -1,0 +1,20 @@
+// Wall-clock time as the store records it: whole seconds for objects,
+// names and changes, milliseconds for bucket log keys.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace chunkstore::internal {
+
+inline int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+inline int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace chunkstore::internal

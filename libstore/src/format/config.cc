@@ -1,0 +1,104 @@
+// Store configs (config.h): encoding and a strict decoder.
+#include "format/config.h"
+
+#include <cstdlib>
+
+#include "hash/digest.h"
+
+namespace chunkstore::internal {
+
+namespace {
+
+constexpr const char* kDirectoryHeader = "chunkstore store";
+constexpr const char* kBucketHeader = "chunkstore bucket store";
+
+}  // namespace
+
+std::string EncodeConfig(const StoreConfig& c) {
+  const ChunkerParams& p = c.meta.chunking;
+  std::string s = std::string(c.bucket ? kBucketHeader : kDirectoryHeader) + "\n";
+  s += "format " + std::to_string(c.format) + "\n";
+  s += "id " + c.id + "\n";
+  s += "chunk_min " + std::to_string(p.min_size) + "\n";
+  s += "chunk_avg " + std::to_string(p.avg_size) + "\n";
+  s += "chunk_max " + std::to_string(p.max_size) + "\n";
+  s += "chunk_level " + std::to_string(p.level) + "\n";
+  s += std::string("compression ") + (c.meta.compression ? "zlib" : "none") + "\n";
+  if (!c.bucket || c.format >= 2) s += "inline_max " + std::to_string(c.meta.inline_max) + "\n";
+  if (!c.secret_check.empty()) s += "secret_check " + c.secret_check + "\n";
+  return s;
+}
+
+Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& where) {
+  StoreConfig c;
+  const size_t nl = text.find('\n');
+  const std::string head = text.substr(0, nl);
+  if (head == kBucketHeader) c.bucket = true;
+  else if (head != kDirectoryHeader)
+    return Status::InvalidArgument(where + " is not a chunkstore store's config");
+  bool have_min = false, have_avg = false, have_max = false;
+  for (size_t pos = nl == std::string::npos ? text.size() : nl + 1; pos < text.size();) {
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    if (line.empty()) continue;
+    const size_t sp = line.find(' ');
+    if (sp == std::string::npos) return Status::Corruption(where + " has a malformed line");
+    const std::string k = line.substr(0, sp), v = line.substr(sp + 1);
+    char* rest = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &rest, 10);
+    const bool numeric = !v.empty() && rest && *rest == '\0' && n <= 0xffffffffull;
+    auto need_number = [&]() -> Status {
+      return numeric ? Status::OK() : Status::Corruption(where + ": " + k + " is not a number");
+    };
+    if (k == "format") {
+      CHUNKSTORE_RETURN_IF_ERROR(need_number());
+      c.format = static_cast<int>(n);
+    } else if (k == "id") {
+      if (v.size() != 32 || v.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return Status::Corruption(where + " has a malformed store id");
+      c.id = v;
+    } else if (k == "chunk_min") {
+      CHUNKSTORE_RETURN_IF_ERROR(need_number());
+      c.meta.chunking.min_size = static_cast<uint32_t>(n);
+      have_min = true;
+    } else if (k == "chunk_avg") {
+      CHUNKSTORE_RETURN_IF_ERROR(need_number());
+      c.meta.chunking.avg_size = static_cast<uint32_t>(n);
+      have_avg = true;
+    } else if (k == "chunk_max") {
+      CHUNKSTORE_RETURN_IF_ERROR(need_number());
+      c.meta.chunking.max_size = static_cast<uint32_t>(n);
+      have_max = true;
+    } else if (k == "chunk_level") {
+      CHUNKSTORE_RETURN_IF_ERROR(need_number());
+      c.meta.chunking.level = static_cast<int>(n);
+    } else if (k == "compression") {
+      if (v != "zlib" && v != "none") return Status::Unsupported(where + ": unknown compression " + v);
+      c.meta.compression = v == "zlib";
+    } else if (k == "inline_max") {
+      CHUNKSTORE_RETURN_IF_ERROR(need_number());
+      c.meta.inline_max = static_cast<uint32_t>(n);
+    } else if (k == "secret_check") {
+      c.secret_check = v;
+    }
+    // Other keys are left to newer versions, which bump the format for
+    // anything an older reader must not ignore.
+  }
+  const int newest = c.bucket ? kBucketFormat : kDirectoryFormat;
+  if (c.format < 1 || c.format > newest)
+    return Status::Unsupported(where + " is " + (c.bucket ? "bucket store" : "store") + " format " +
+                               std::to_string(c.format) + "; this chunkstore reads formats up to " +
+                               std::to_string(newest));
+  if (c.id.empty()) return Status::Corruption(where + " has no store id");
+  if (!have_min || !have_avg || !have_max) return Status::Corruption(where + " lacks the chunk sizes");
+  CHUNKSTORE_RETURN_IF_ERROR(c.meta.chunking.Validate().WithContext(where));
+  return c;
+}
+
+std::string SecretCheck(const std::string& secret) {
+  static const char kText[] = "chunkstore store secret check";
+  return HmacSha256(secret, kText, sizeof kText - 1).Hex();
+}
+
+}  // namespace chunkstore::internal

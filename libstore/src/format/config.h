@@ -1,0 +1,38 @@
+// The config of a store: what it was created with, written once as a few
+// lines of text ("key value"), in STORE/config for a directory store and as
+// the config blob of a bucket store. The index keeps a copy, but the config
+// and the log are what a rebuilt index comes from.
+#pragma once
+
+#include <string>
+
+#include "chunkstore/status.h"
+#include "format/rows.h"
+
+namespace chunkstore::internal {
+
+struct StoreConfig {
+  bool bucket = false;  // "chunkstore bucket store" rather than "chunkstore store"
+  // Directory stores: 3 (the first with a config). Bucket stores: 1 (log
+  // records without name versions), 2 (change sets, which 1 cannot read).
+  int format = 0;
+  std::string id;  // 32 lowercase hex digits, random at creation
+  StoreMeta meta;
+  // Bucket stores with a secret: HMAC-SHA256 of a fixed text under it, so
+  // a wrong secret is told from a forged change.
+  std::string secret_check;
+};
+
+// The newest formats this code writes.
+constexpr int kDirectoryFormat = 3;
+constexpr int kBucketFormat = 2;
+
+std::string EncodeConfig(const StoreConfig& c);
+// where names the config in errors. Unsupported for a newer format;
+// Corruption for a config that is damaged or incomplete.
+Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& where);
+
+// What secret_check holds for a secret.
+std::string SecretCheck(const std::string& secret);
+
+}  // namespace chunkstore::internal

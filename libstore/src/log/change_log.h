@@ -1,0 +1,93 @@
+// ChangeLog: where a store keeps its changes, the truth its index caches.
+//
+// Every change a store makes is a change set (format/change_set.h) that the
+// log makes durable before it is applied to the index. A directory store
+// keeps its log in segment files under log/ (directory_log.h); a bucket
+// store keeps one blob per change under the bucket's log/ (bucket/). The
+// store's verbs (publish, tag, rm, gc) are written once against this
+// interface and do not ask which kind of store they run on.
+//
+// Thread safety: implementations are safe for concurrent use. A Held is
+// used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chunkstore/env.h"
+#include "chunkstore/status.h"
+#include "format/change_set.h"
+#include "index/index.h"
+
+namespace chunkstore::internal {
+
+class ChangeLog {
+ public:
+  virtual ~ChangeLog() = default;
+
+  // The log held for a sequence of steps: changes are made through it, one
+  // after another, and no other writer's change (in this process or any
+  // other) is applied to the index between a check the holder makes and
+  // the change it commits after it. A shared hold (publish, tag, rm) lets
+  // writers on other machines of a bucket store commit meanwhile, but
+  // never a gc; an exclusive one (gc) keeps everything else out. On a
+  // directory store both kinds exclude every other writer for as long as
+  // they are held, which is only a commit's length for publishers.
+  class Held {
+   public:
+    virtual ~Held() = default;
+    // Makes change durable in the log, then applies it to the index
+    // (ApplyChange; versions as there). Once the log has it the change is
+    // made (*made, when given, says so, error or not): an error applying
+    // it then says that the index catches up later, and whatever the
+    // change names must be kept.
+    virtual Status Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made = nullptr) = 0;
+    // Brings into up to date with the log as it is now: an empty index
+    // gets the whole log replayed (the store's true state, whatever the
+    // live index says); one that an earlier Replay filled gets only what
+    // was committed since (gc follows the truth this way between its
+    // steps).
+    virtual Status Replay(Index& into) = 0;
+  };
+  // Takes the log and brings the index up to date with it first. Busy
+  // after wait_ms if another process keeps it.
+  virtual Result<std::unique_ptr<Held>> Hold(bool exclusive, int wait_ms) = 0;
+
+  // Applies what the index lacks of the log: other machines' changes on a
+  // bucket; on a directory, changes of a writer that stopped between
+  // writing its change and applying it, or commits an index lost with its
+  // write-ahead log. Cheap when there is nothing to do.
+  virtual Status CatchUp() = 0;
+
+  // Writes a checkpoint (the whole state, from a replay of the log, never
+  // from the index) and drops the log it covers. Called by gc and when the
+  // log since the last checkpoint has grown past its bound.
+  virtual Status Checkpoint() = 0;
+
+  // Replaces the index with a replay of the log (index rebuild).
+  virtual Status Rebuild() = 0;
+
+  // What a check of the log found.
+  struct Problem {
+    bool damage = true;  // false: a note (a commit a crash cut short, which was never made)
+    std::string message;
+  };
+  // Replays the whole log into truth (an empty index; may be null) and
+  // returns what is wrong with the log itself, for verify: a record that
+  // fails its checks, a gap in the sequence. Empty when sound.
+  virtual Result<std::vector<Problem>> Check(Index* truth) = 0;
+
+  // The lock that lets one gc run at a time (a directory's GC.lock; on a
+  // bucket, gc's exclusive hold of the log does this). Busy if another gc
+  // runs.
+  virtual Result<std::unique_ptr<FileLock>> LockGc() = 0;
+  // Whether gc must hold the log exclusively from its first step to its
+  // last. A directory store lets writers commit between gc's steps, since
+  // its packs have locks of their own that gc takes before it rewrites or
+  // removes one; a bucket's pack blobs have none.
+  virtual bool gc_holds_throughout() const = 0;
+};
+
+}  // namespace chunkstore::internal

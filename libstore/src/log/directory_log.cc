@@ -1,0 +1,467 @@
+// DirectoryLog (directory_log.h): committing, catching up, replaying,
+// checkpointing and rebuilding a directory store's index from its log.
+#include "log/directory_log.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "base/clock.h"
+#include "format/layout.h"
+#include "index/apply.h"
+#include "log/segment.h"
+
+namespace chunkstore::internal {
+
+namespace {
+
+Status Locate(const Status& s, const std::string& segment, uint64_t seq) {
+  return s.WithContext("change " + std::to_string(seq) + " in " + std::string(kLogDir) + "/" + segment);
+}
+
+}  // namespace
+
+// ---- the held lock -------------------------------------------------------
+
+class DirectoryLog::HeldLog final : public ChangeLog::Held {
+ public:
+  HeldLog(DirectoryLog* log, std::unique_ptr<FileLock> lock) : log_(log), lock_(std::move(lock)) {}
+  ~HeldLog() override = default;
+
+  Status Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made) override;
+  Status Replay(Index& into) override { return log_->ReplayLocked(into, nullptr); }
+
+ private:
+  DirectoryLog* log_;
+  std::unique_ptr<FileLock> lock_;
+};
+
+// ---- creation ------------------------------------------------------------
+
+bool DirectoryLog::Exists(Env* env, const std::string& root) {
+  Result<std::vector<std::string>> names = env->ListDir(root + "/" + kLogDir);
+  if (!names.ok()) return false;
+  for (const std::string& n : *names)
+    if (IsSegmentName(n, nullptr)) return true;
+  return false;
+}
+
+Status DirectoryLog::Create(Env* env, const std::string& root, const std::string& store_id,
+                            const ChangeSet& checkpoint, bool sync) {
+  const std::string dir = root + "/" + kLogDir;
+  CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(dir));
+  if (Exists(env, root)) return Status::InvalidArgument(dir + " already holds a change log");
+  const std::string path = dir + "/" + SegmentName(1);
+  const std::string fresh = path + ".new";
+  env->RemoveFile(fresh);
+  Result<std::unique_ptr<File>> f = env->OpenFile(fresh, OpenMode::kCreateNew);
+  if (!f.ok()) return f.status();
+  const std::string bytes = EncodeSegmentHeader(1, store_id) + EncodeFrame(1, EncodeChangeSet(checkpoint));
+  Status s = (*f)->Append(bytes.data(), bytes.size());
+  if (s.ok() && sync) s = (*f)->Sync();
+  f->reset();
+  if (s.ok()) s = env->RenameFile(fresh, path);
+  if (s.ok() && sync) s = env->SyncDir(dir);
+  if (s.ok() && sync) s = env->SyncDir(root);  // log/ itself may be new
+  if (!s.ok()) env->RemoveFile(fresh);
+  return s;
+}
+
+DirectoryLog::DirectoryLog(Env* env, std::string root, std::string store_id, IndexHandle* index,
+                           std::string index_path, DirectoryLogOptions options, bool read_only)
+    : env_(env),
+      root_(std::move(root)),
+      dir_(root_ + "/" + kLogDir),
+      store_id_(std::move(store_id)),
+      index_(index),
+      index_path_(std::move(index_path)),
+      options_(options),
+      read_only_(read_only) {}
+
+DirectoryLog::~DirectoryLog() = default;
+
+std::string DirectoryLog::SegmentPath(uint64_t first) const { return dir_ + "/" + SegmentName(first); }
+
+Result<std::vector<uint64_t>> DirectoryLog::Segments() {
+  Result<std::vector<std::string>> names = env_->ListDir(dir_);
+  if (!names.ok()) return names.status().WithContext("cannot read the store's change log");
+  std::vector<uint64_t> out;
+  for (const std::string& n : *names) {
+    uint64_t first = 0;
+    if (IsSegmentName(n, &first)) out.push_back(first);
+  }
+  std::sort(out.begin(), out.end());
+  if (out.empty()) return Status::Corruption("the store's change log (" + dir_ + ") has no segment");
+  return out;
+}
+
+// ---- positions -----------------------------------------------------------
+
+Result<DirectoryLog::Position> DirectoryLog::IndexPosition(Index& index) {
+  Position p;
+  uint64_t* fields[] = {&p.seq, &p.segment, &p.offset, &p.base};
+  const char* keys[] = {"log_seq", "log_segment", "log_offset", "log_base"};
+  for (int i = 0; i < 4; ++i) {
+    Result<std::string> v = index.GetMeta(keys[i]);
+    if (!v.ok()) return v.status();
+    *fields[i] = v->empty() ? 0 : std::strtoull(v->c_str(), nullptr, 10);
+  }
+  return p;
+}
+
+Status DirectoryLog::RecordPosition(Index& index, uint64_t seq, uint64_t segment, uint64_t offset, uint64_t base) {
+  CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta("log_seq", std::to_string(seq)));
+  CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta("log_segment", std::to_string(segment)));
+  CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta("log_offset", std::to_string(offset)));
+  return index.SetMeta("log_base", std::to_string(base));
+}
+
+Result<uint64_t> DirectoryLog::UnappliedBytes() {
+  Position p;
+  {
+    auto db = index_->Lock();
+    Result<Position> got = IndexPosition(*db);
+    if (!got.ok()) return got.status();
+    p = *got;
+  }
+  Result<std::vector<uint64_t>> segs = Segments();
+  if (!segs.ok()) return segs.status();
+  uint64_t behind = 0;
+  for (uint64_t first : *segs) {
+    if (first < p.segment) continue;
+    Result<std::unique_ptr<File>> f = env_->OpenFile(SegmentPath(first), OpenMode::kRead);
+    if (!f.ok()) return f.status();
+    Result<uint64_t> size = (*f)->Size();
+    if (!size.ok()) return size.status();
+    if (first == p.segment) behind += *size > p.offset ? *size - p.offset : 0;
+    else behind += *size;
+  }
+  if (p.seq == 0 || std::find(segs->begin(), segs->end(), p.segment) == segs->end()) behind = std::max<uint64_t>(behind, 1);
+  return behind;
+}
+
+// ---- following the log ---------------------------------------------------
+
+Status DirectoryLog::ReplayLocked(Index& into, std::vector<std::string>* problems) {
+  Result<std::vector<uint64_t>> segs = Segments();
+  if (!segs.ok()) return segs.status();
+  Result<Position> pos = IndexPosition(into);
+  if (!pos.ok()) return pos.status();
+  // Where to start: right after what the index has, if its segment is still
+  // there; else from the newest segment's checkpoint (the whole state).
+  size_t first_seg = segs->size() - 1;
+  bool resume = false;
+  if (pos->seq > 0) {
+    auto it = std::find(segs->begin(), segs->end(), pos->segment);
+    if (it != segs->end()) {
+      first_seg = static_cast<size_t>(it - segs->begin());
+      resume = true;
+    }
+  }
+  Position at = resume ? *pos : Position{};
+  std::optional<WriteTxn> txn;  // opened at the first change to apply
+  for (size_t k = first_seg; k < segs->size(); ++k) {
+    const uint64_t first = (*segs)[k];
+    const std::string name = SegmentName(first);
+    Result<std::unique_ptr<File>> f = env_->OpenFile(SegmentPath(first), OpenMode::kRead);
+    if (!f.ok()) return f.status();
+    const bool from_middle = resume && k == first_seg;
+    Result<SegmentScan> scan = ScanSegment(**f, name, from_middle ? at.offset : 0, at.seq + 1);
+    if (!scan.ok()) return scan.status();
+    if (scan->store_id != store_id_)
+      return Status::Corruption("log segment " + name + " belongs to another store (id " + scan->store_id + ")");
+    const bool newest = k + 1 == segs->size();
+    if (!scan->damage.empty()) {
+      // A frame cut short at the end of the newest segment is a commit a
+      // crash interrupted before it returned: it never happened. Anything
+      // else lost a change that was made.
+      const bool torn = scan->damage_at_end && (newest || scan->damage_seq >= (*segs)[k + 1]);
+      if (!torn)
+        return Status::Corruption("the store's change log is damaged: " + scan->damage + " (log/" + name +
+                                  ", offset " + std::to_string(scan->damage_offset) + ")");
+      if (problems)
+        problems->push_back("log/" + name + " ends with change " + std::to_string(scan->damage_seq) +
+                            " cut short (a commit interrupted before it returned; it was not made)");
+    }
+    if (!from_middle && (scan->frames.empty() || scan->frames.front().seq != first))
+      return Status::Corruption("log segment " + name + " does not start with its checkpoint");
+    for (Frame& fr : scan->frames) {
+      // A later segment starts with the checkpoint of what came before it;
+      // applied anyway, so that a replay never depends on that.
+      if (from_middle && fr.seq <= at.seq) continue;
+      if (at.seq != 0 && fr.seq != at.seq + 1)
+        return Status::Corruption("the store's change log skips from change " + std::to_string(at.seq) + " to " +
+                                  std::to_string(fr.seq) + " (log/" + name + ")");
+      Result<ChangeSet> c = DecodeChangeSet(fr.payload);
+      if (!c.ok()) return Locate(c.status(), name, fr.seq);
+      if ((fr.seq == first) != (c->kind == ChangeSet::kCheckpoint))
+        return Status::Corruption("log segment " + name + " has a checkpoint out of place (change " +
+                                  std::to_string(fr.seq) + ")");
+      if (!txn) {
+        txn.emplace(&into);
+        CHUNKSTORE_RETURN_IF_ERROR(txn->status());
+      }
+      Status applied = ApplyChange(into, *c, nullptr);
+      if (!applied.ok()) return Locate(applied, name, fr.seq);
+      at.seq = fr.seq;
+      at.segment = first;
+      at.offset = fr.end;
+      if (c->kind == ChangeSet::kCheckpoint) at.base = fr.end;
+    }
+  }
+  if (!txn) return Status::OK();
+  CHUNKSTORE_RETURN_IF_ERROR(RecordPosition(into, at.seq, at.segment, at.offset, at.base));
+  return txn->Commit();
+}
+
+Status DirectoryLog::CatchUpLocked() {
+  auto db = index_->Lock();
+  return ReplayLocked(*db, nullptr);
+}
+
+Status DirectoryLog::CatchUp() {
+  if (read_only_) return Status::OK();
+  Result<uint64_t> behind = UnappliedBytes();
+  if (!behind.ok()) return behind.status();
+  if (*behind == 0) return Status::OK();
+  // Someone committing holds the lock and applies its own change; only a
+  // free lock means changes are waiting that nobody will apply.
+  Result<std::unique_ptr<FileLock>> lock = env_->TryLockFile(root_ + "/" + kLogLock);
+  if (!lock.ok()) return lock.status().IsBusy() ? Status::OK() : lock.status();
+  return CatchUpLocked();
+}
+
+// ---- holding and committing ----------------------------------------------
+
+Result<std::unique_ptr<FileLock>> DirectoryLog::Lock(int wait_ms) {
+  if (read_only_) return Status::IOError("the store is read-only: " + root_ + " cannot be written");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    Result<std::unique_ptr<FileLock>> lock = env_->TryLockFile(root_ + "/" + kLogLock);
+    if (lock.ok() || !lock.status().IsBusy()) return lock;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Status::Busy("another process is committing to " + root_ + " and has not finished; try again");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+}
+
+Result<std::unique_ptr<ChangeLog::Held>> DirectoryLog::Hold(bool, int wait_ms) {
+  Result<std::unique_ptr<FileLock>> lock = Lock(wait_ms);
+  if (!lock.ok()) return lock.status();
+  CHUNKSTORE_RETURN_IF_ERROR(CatchUpLocked());
+  return std::unique_ptr<Held>(new HeldLog(this, std::move(*lock)));
+}
+
+Status DirectoryLog::HeldLog::Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made) {
+  DirectoryLog* log = log_;
+  if (made) *made = false;
+  bool checkpoint_due = false;
+  {
+    auto db = log->index_->Lock();
+    Result<Position> pos = log->IndexPosition(*db);
+    if (!pos.ok()) return pos.status();
+    const uint64_t seq = pos->seq + 1;
+    const std::string path = log->SegmentPath(pos->segment);
+    Result<std::unique_ptr<File>> f = log->env_->OpenFile(path, OpenMode::kAppend);
+    if (!f.ok()) return f.status().WithContext("cannot open the store's change log");
+    Result<uint64_t> size = (*f)->Size();
+    if (!size.ok()) return size.status();
+    // Past what the index has applied (after catching up) is only the
+    // remains of a commit a crash cut short: the change starts where the
+    // last whole one ended.
+    if (*size != pos->offset) CHUNKSTORE_RETURN_IF_ERROR((*f)->Truncate(pos->offset));
+    const std::string frame = EncodeFrame(seq, EncodeChangeSet(change));
+    // From the first byte written on, the change may be made: a write or
+    // an fsync that fails leaves the disk in a state nobody can know (the
+    // bytes may reach it later; a cut-off may not), and a whole frame that
+    // turns up there is a change the next catch-up applies. So whatever
+    // the change names is kept from here on, failure or not.
+    if (made) *made = true;
+    Status s = (*f)->Append(frame.data(), frame.size());
+    if (s.ok() && log->options_.sync) s = (*f)->Sync();
+    if (!s.ok()) {
+      // Nothing after the last whole change counts; cut what was written.
+      (*f)->Truncate(pos->offset);
+      return s.WithContext("cannot write to the store's change log (the change may or may not have been made)");
+    }
+    // The change is made. What follows brings the index along.
+    WriteTxn txn(db.get());
+    s = txn.status();
+    if (s.ok()) s = ApplyChange(*db, change, versions);
+    if (s.ok()) s = RecordPosition(*db, seq, pos->segment, pos->offset + frame.size(), pos->base);
+    if (s.ok()) s = txn.Commit();
+    if (!s.ok())
+      return s.WithContext("the change is in the store's log but the index could not be updated (the next "
+                           "command catches it up)");
+    const uint64_t records = pos->offset + frame.size() - pos->base;
+    const uint64_t checkpoint = pos->base > kSegmentHeaderSize ? pos->base - kSegmentHeaderSize : 0;
+    checkpoint_due = records > std::max(log->options_.checkpoint_bytes, checkpoint);
+  }
+  // A checkpoint that fails loses nothing (the log is as it was); the next
+  // commit tries again.
+  if (checkpoint_due) (void)log->CheckpointLocked();
+  return Status::OK();
+}
+
+// ---- checkpoints and rebuilds --------------------------------------------
+
+Status DirectoryLog::CheckpointLocked() {
+  StoreMeta meta;
+  {
+    auto db = index_->Lock();
+    meta = db->meta();
+  }
+  Index::OpenOptions o;
+  o.create = &meta;
+  Result<std::unique_ptr<Index>> scratch = Index::Open(":memory:", o);
+  if (!scratch.ok()) return scratch.status();
+  CHUNKSTORE_RETURN_IF_ERROR(ReplayLocked(**scratch, nullptr));
+  Result<Position> truth = IndexPosition(**scratch);
+  if (!truth.ok()) return truth.status();
+  std::string bytes;
+  {
+    ReadTxn read(scratch->get());
+    CHUNKSTORE_RETURN_IF_ERROR(read.status());
+    Result<ChangeSet> state = Snapshot(**scratch, NowSeconds());
+    if (!state.ok()) return state.status();
+    bytes = EncodeChangeSet(*state);
+  }
+  const uint64_t seq = truth->seq + 1;
+  const std::string path = SegmentPath(seq), fresh = path + ".new";
+  env_->RemoveFile(fresh);
+  const std::string segment = EncodeSegmentHeader(seq, store_id_) + EncodeFrame(seq, bytes);
+  {
+    Result<std::unique_ptr<File>> f = env_->OpenFile(fresh, OpenMode::kCreateNew);
+    if (!f.ok()) return f.status();
+    Status s = (*f)->Append(segment.data(), segment.size());
+    if (s.ok() && options_.sync) s = (*f)->Sync();
+    if (!s.ok()) {
+      f->reset();
+      env_->RemoveFile(fresh);
+      return s.WithContext("cannot write a checkpoint of the store's change log");
+    }
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(env_->RenameFile(fresh, path));
+  if (options_.sync) CHUNKSTORE_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  {
+    auto db = index_->Lock();
+    Result<Position> live = IndexPosition(*db);
+    if (!live.ok()) return live.status();
+    // The live index holds the same state (it followed the same changes);
+    // from here on it follows the new segment.
+    if (live->seq + 1 == seq) {
+      WriteTxn txn(db.get());
+      CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+      CHUNKSTORE_RETURN_IF_ERROR(RecordPosition(*db, seq, seq, segment.size(), segment.size()));
+      CHUNKSTORE_RETURN_IF_ERROR(txn.Commit());
+    }
+  }
+  // Keep the segment before the new one as a second copy of the state;
+  // older ones are covered twice over.
+  Result<std::vector<uint64_t>> segs = Segments();
+  if (!segs.ok()) return segs.status();
+  bool removed = false;
+  for (size_t i = 0; i + 2 < segs->size(); ++i) {
+    env_->RemoveFile(SegmentPath((*segs)[i]));
+    removed = true;
+  }
+  if (removed && options_.sync) CHUNKSTORE_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  return Status::OK();
+}
+
+Status DirectoryLog::Checkpoint() {
+  Result<std::unique_ptr<FileLock>> lock = Lock(10000);
+  if (!lock.ok()) return lock.status();
+  CHUNKSTORE_RETURN_IF_ERROR(CatchUpLocked());
+  return CheckpointLocked();
+}
+
+Status DirectoryLog::RebuildLocked() {
+  StoreMeta meta;
+  {
+    auto db = index_->Lock();
+    if (db.get()) meta = db->meta();
+  }
+  return RebuildInto(meta);
+}
+
+Status DirectoryLog::RebuildInto(const StoreMeta& meta) {
+  Index::OpenOptions o;
+  o.create = &meta;
+  if (index_path_ == ":memory:") {
+    Result<std::unique_ptr<Index>> made = Index::Open(":memory:", o);
+    if (!made.ok()) return made.status();
+    CHUNKSTORE_RETURN_IF_ERROR(ReplayLocked(**made, nullptr));
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("store_id", store_id_));
+    index_->Reset(std::move(*made));
+    return Status::OK();
+  }
+  const std::string& live = index_path_;
+  const std::string fresh = live + ".rebuild";
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env_->RemoveFile(fresh + suffix);
+  {
+    Result<std::unique_ptr<Index>> made = Index::Open(fresh, o);
+    if (!made.ok()) return made.status();
+    CHUNKSTORE_RETURN_IF_ERROR(ReplayLocked(**made, nullptr));
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("store_id", store_id_));
+  }
+  // The old index's write-ahead log must not meet the new file.
+  index_->Reset(nullptr);
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) env_->RemoveFile(live + suffix);
+  CHUNKSTORE_RETURN_IF_ERROR(env_->RenameFile(fresh, live));
+  if (options_.sync) CHUNKSTORE_RETURN_IF_ERROR(env_->SyncDir(root_));
+  Result<std::unique_ptr<Index>> reopened = Index::Open(live, Index::OpenOptions{});
+  if (!reopened.ok()) return reopened.status();
+  index_->Reset(std::move(*reopened));
+  return Status::OK();
+}
+
+Status DirectoryLog::Rebuild() {
+  Result<std::unique_ptr<FileLock>> lock = Lock(10000);
+  if (!lock.ok()) return lock.status();
+  return RebuildLocked();
+}
+
+Status DirectoryLog::RebuildWith(const StoreMeta& meta) {
+  Result<std::unique_ptr<FileLock>> lock = Lock(10000);
+  if (!lock.ok()) return lock.status();
+  return RebuildInto(meta);
+}
+
+Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
+  // Held, so that no checkpoint drops a segment while it is read.
+  Result<std::unique_ptr<FileLock>> lock = Lock(10000);
+  if (!lock.ok()) return lock.status();
+  std::unique_ptr<Index> scratch;
+  if (!truth) {
+    StoreMeta meta;
+    {
+      auto db = index_->Lock();
+      meta = db->meta();
+    }
+    Index::OpenOptions o;
+    o.create = &meta;
+    Result<std::unique_ptr<Index>> made = Index::Open(":memory:", o);
+    if (!made.ok()) return made.status();
+    scratch = std::move(*made);
+    truth = scratch.get();
+  }
+  std::vector<std::string> notes;
+  Status s = ReplayLocked(*truth, &notes);
+  std::vector<Problem> problems;
+  for (std::string& n : notes) problems.push_back({false, std::move(n)});
+  if (!s.ok()) problems.push_back({true, s.message()});
+  return problems;
+}
+
+Result<std::unique_ptr<FileLock>> DirectoryLog::LockGc() {
+  if (read_only_) return Status::IOError("the store is read-only: " + root_ + " cannot be written");
+  Result<std::unique_ptr<FileLock>> lock = env_->TryLockFile(root_ + "/" + kGcLock);
+  if (!lock.ok() && lock.status().IsBusy()) return Status::Busy("another gc is running on this store");
+  return lock;
+}
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,251 @@
+// ChunkLoader (chunk_loader.h): fetching a chunk record from its pack and
+// checking it (record header, xxHash64 of the stored bytes, inflate,
+// SHA-256 of the raw bytes) before any byte leaves, the cache of verified
+// chunks, and the process's buffer pool.
+#include "read/chunk_loader.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "format/pack_format.h"
+#include "hash/sha256_pair.h"
+
+namespace chunkstore::internal {
+
+// ---- cache ---------------------------------------------------------------
+
+ChunkCache::Bytes ChunkCache::Get(const Digest& id) {
+  if (budget_ == 0) return nullptr;  // a disabled cache holds nothing
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = map_.find(id);
+  if (it == map_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void ChunkCache::Put(const Digest& id, Bytes bytes) {
+  const size_t n = bytes->size();
+  if (n > budget_) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (map_.count(id)) return;
+  lru_.emplace_front(id, std::move(bytes));
+  map_[id] = lru_.begin();
+  used_ += n;
+  while (used_ > budget_) {
+    auto& back = lru_.back();
+    used_ -= back.second->size();
+    map_.erase(back.first);
+    lru_.pop_back();
+  }
+}
+
+// ---- buffers -------------------------------------------------------------
+
+BufferPool& BufferPool::Shared() {
+  static BufferPool* const pool = new BufferPool;
+  return *pool;
+}
+
+std::shared_ptr<Buffer> BufferPool::Get(size_t n) {
+  std::unique_ptr<Buffer> b;
+  {
+    // Chunk sizes vary around the average: the smallest free buffer that
+    // fits, else the largest (grown), so buffers settle at sizes that fit
+    // most chunks instead of being reallocated, and faulted in, again.
+    std::lock_guard<std::mutex> l(mu_);
+    size_t pick = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      const size_t cap = free_[i]->capacity();
+      if (pick == free_.size()) {
+        pick = i;
+        continue;
+      }
+      const size_t best = free_[pick]->capacity();
+      const bool fits = cap >= n, best_fits = best >= n;
+      if ((fits && (!best_fits || cap < best)) || (!fits && !best_fits && cap > best)) pick = i;
+    }
+    if (pick != free_.size()) {
+      b = std::move(free_[pick]);
+      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+  }
+  if (!b) b = std::make_unique<Buffer>();
+  // Large ones grow in whole MiB: a chunk a little larger than the last
+  // still fits.
+  b->Resize(n, n < (64u << 10) ? n : (n + (1u << 20) - 1) & ~size_t{(1u << 20) - 1});
+  return std::shared_ptr<Buffer>(b.release(), [this](Buffer* p) { Put(p); });
+}
+
+void BufferPool::Put(Buffer* b) {
+  std::unique_ptr<Buffer> owned(b);
+  std::lock_guard<std::mutex> l(mu_);
+  if (free_.size() < kMaxFree) free_.push_back(std::move(owned));
+}
+
+// ---- chunk loading -------------------------------------------------------
+
+Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc, bool quick, Buffer* raw,
+                   bool check_sha, bool one_read_always) {
+  if (loc.stored_len > kMaxRecordLength || loc.raw_len > kMaxRecordLength)
+    return Status::Corruption("the index records impossible lengths");
+  // Small records come in one read (header and payload); large ones in
+  // two, so the payload lands straight in its buffer.
+  constexpr uint32_t kOneRead = 64 << 10;
+  thread_local Buffer small;
+  const bool one_read = loc.stored_len <= kOneRead || one_read_always;
+  uint8_t header_bytes[kRecordHeaderSize];
+  const uint8_t* header = header_bytes;
+  size_t got = 0;
+  if (one_read) {
+    small.Resize(kRecordHeaderSize + loc.stored_len);
+    CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, small.size(), small.data(), &got));
+    if (got != small.size()) return Status::Corruption("the pack file is truncated");
+    header = small.data();
+  } else {
+    CHUNKSTORE_RETURN_IF_ERROR(pack.ReadAt(loc.offset, kRecordHeaderSize, header_bytes, &got));
+    if (got != kRecordHeaderSize) return Status::Corruption("the pack file is truncated");
+  }
+  Result<RecordHeader> h = DecodeRecordHeader(header, kRecordHeaderSize);
+  if (!h.ok()) return h.status();
+  if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
+      h->codec != loc.codec || h->xxh64 != loc.xxh64)
+    return Status::Corruption("the record header does not match the index");
+  // Raw payloads are read straight into the output; zlib ones into a
+  // per-thread scratch buffer first.
+  thread_local Buffer scratch;
+  const uint8_t* stored;
+  if (one_read) {
+    stored = small.data() + kRecordHeaderSize;
+  } else {
+    Buffer* into = loc.codec == Codec::kRaw ? raw : &scratch;
+    into->Resize(loc.stored_len);
+    CHUNKSTORE_RETURN_IF_ERROR(
+        pack.ReadAt(loc.offset + kRecordHeaderSize, loc.stored_len, into->data(), &got));
+    if (got != loc.stored_len) return Status::Corruption("the pack file is truncated");
+    stored = into->data();
+  }
+  // The SHA-256 below already covers every stored byte of a raw record;
+  // xxHash64 is what a quick check relies on, and what guards zlib input.
+  if ((quick || loc.codec != Codec::kRaw) && XxHash64(stored, loc.stored_len) != loc.xxh64)
+    return Status::Corruption("stored bytes fail their xxHash64 check");
+  if (quick) return Status::OK();
+  if (loc.codec == Codec::kZlib) {
+    raw->Resize(loc.raw_len);
+    CHUNKSTORE_RETURN_IF_ERROR(Decompress(stored, loc.stored_len, loc.raw_len, raw->data()));
+  } else if (one_read) {
+    raw->Resize(loc.raw_len);
+    std::memcpy(raw->data(), stored, loc.raw_len);
+  }
+  if (check_sha && Sha256::Of(raw->data(), raw->size()) != id)
+    return Status::Corruption("content does not match its SHA-256");
+  return Status::OK();
+}
+
+Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const Digest& id,
+                                            const ChunkLocation& loc, bool keep) {
+  if (ChunkCache::Bytes hit = cache_.Get(id)) return hit;
+  Result<std::shared_ptr<File>> pack = packs_->ForRead(loc.pack_id);
+  auto corrupt = [&](const std::string& what) {
+    std::string where = " (";
+    if (Result<std::optional<PackRow>> row = index_->Lock()->FindPack(loc.pack_id); row.ok() && row->has_value())
+      where += "pack " + (*row)->name.substr(0, 64);
+    else
+      where += "a pack the index does not record";
+    where += ", offset " + std::to_string(loc.offset) + ")";
+    return Status::Corruption("object " + object_id + ": chunk " + id.Hex() + where + ": " + what, object_id,
+                              id.Hex());
+  };
+  if (!pack.ok()) {
+    if (pack.status().IsCorruption()) return corrupt(pack.status().message());
+    return pack.status();
+  }
+  std::shared_ptr<Buffer> raw = buffers_.Get(loc.raw_len);
+  Status s = CheckRecord(**pack, id, loc, false, raw.get(), true, packs_->remote());
+  if (s.IsCorruption()) return corrupt(s.message());
+  if (s.IsNotFound()) return corrupt("its pack is missing from " + packs_->Describe());
+  CHUNKSTORE_RETURN_IF_ERROR(s);
+  ChunkCache::Bytes bytes = std::move(raw);
+  if (keep) cache_.Put(id, bytes);
+  return bytes;
+}
+
+void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n,
+                            const std::function<void(size_t, ChunkCache::Bytes, const ChainState&)>& done) {
+  std::vector<std::shared_ptr<Buffer>> raw(n);
+  const ChainState none;
+  Sha256Lanes(
+      n,
+      // Reads and checks chunk k just before it is hashed, while its bytes
+      // are still in cache; one that cannot be is settled at once.
+      [&](size_t k, Sha256Partial& lane) {
+        if (links || !cache_.Get(ids[k])) {
+          Result<std::shared_ptr<File>> pack = packs_->ForRead(locs[k].pack_id);
+          if (pack.ok()) {
+            raw[k] = buffers_.Get(locs[k].raw_len);
+            if (CheckRecord(**pack, ids[k], locs[k], false, raw[k].get(), false, packs_->remote()).ok()) {
+              if (!links) {
+                lane.Start(raw[k]->data(), raw[k]->size());
+                return true;
+              }
+              const ChainLink& l = links[k];
+              if (l.from.valid && l.blocks > 0 && uint64_t{l.skip} + 64ull * l.blocks <= raw[k]->size()) {
+                lane.StartFrom(l.from, raw[k]->data() + l.skip, 64ull * l.blocks);
+                return true;
+              }
+              // No whole block inside: its link is the state it starts from.
+              done(k, std::move(raw[k]), l.blocks == 0 ? l.from : none);
+              return false;
+            }
+            raw[k].reset();
+          }
+        }
+        done(k, nullptr, none);
+        return false;
+      },
+      [&](size_t k, Sha256Partial& lane) {
+        ChunkCache::Bytes verified;
+        if (links) {
+          const ChainState z = lane.FinishChain();
+          verified = std::move(raw[k]);
+          done(k, std::move(verified), z);
+          return;
+        }
+        if (lane.Finish() == ids[k]) verified = std::move(raw[k]);
+        raw[k].reset();
+        done(k, std::move(verified), none);
+      });
+}
+
+ChunkLoader::ChunkLoader(IndexHandle* index, PackSet* packs, ChangeLog* log, size_t cache_bytes, unsigned threads)
+    : index_(index), packs_(packs), log_(log), threads_(threads ? threads : 1), cache_(cache_bytes) {}
+
+Result<std::optional<ChunkLocation>> ChunkLoader::Relocate(const Digest& chunk_id) {
+  // On a bucket the gc that moved it may have run on another machine.
+  if (packs_->remote()) CHUNKSTORE_RETURN_IF_ERROR(log_->CatchUp());
+  auto db = index_->Lock();
+  return db->FindChunk(chunk_id);
+}
+
+unsigned ChunkLoader::read_ahead_depth() const {
+  // Enough chunks in flight to keep every core verifying while the caller
+  // copies out the current one; a task verifies a group of chunks, two at
+  // a time, so each worker holds a group and the next is queued.
+  const unsigned depth = std::max(2u, 3 * threads_);
+  return packs_->remote() ? std::max(depth, 16u) : depth;
+}
+
+unsigned ChunkLoader::read_ahead_workers() const { return packs_->remote() ? read_ahead_depth() : threads_; }
+
+// From a bucket a task mostly waits on its fetch, and a group would fetch
+// its chunks one after the other.
+bool ChunkLoader::group_reads() const { return Sha256PairInterleaves() && !packs_->remote(); }
+
+TaskPool& ChunkLoader::ReadAhead() {
+  // Background: the reader's own thread, which consumes what the pool
+  // verifies, should not be preempted by it (TaskPool).
+  std::call_once(read_ahead_once_,
+                 [&] { read_ahead_ = std::make_unique<TaskPool>(read_ahead_workers(), true); });
+  return *read_ahead_;
+}
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,141 @@
+// ChunkLoader: verified chunk bytes, from wherever the packs are.
+//
+// Loading chunk C reads its record from its pack and checks, in this order
+// (docs/format.md, "Reading and verification"): the record header's magic
+// and check; that its chunk id, lengths, codec and xxHash64 are what the
+// index says; the xxHash64 of compressed bytes; the inflate; the SHA-256
+// of the raw bytes against C. Only then may a byte of C leave. Verified
+// chunks of random reads are kept in a bounded LRU cache; buffers come
+// from a pool shared by the process; sequential readers verify ahead on a
+// pool of workers.
+//
+// Thread safety: everything is safe for concurrent use.
+#pragma once
+
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/task_pool.h"
+#include "chunkstore/env.h"
+#include "format/rows.h"
+#include "hash/chain.h"
+#include "hash/digest.h"
+#include "index/index.h"
+#include "log/change_log.h"
+#include "packs/pack_set.h"
+
+namespace chunkstore::internal {
+
+// A bounded LRU cache of chunks whose SHA-256 has been verified.
+class ChunkCache {
+ public:
+  using Bytes = std::shared_ptr<const Buffer>;
+  explicit ChunkCache(size_t budget) : budget_(budget) {}
+  Bytes Get(const Digest& id);
+  void Put(const Digest& id, Bytes bytes);
+
+ private:
+  std::mutex mu_;
+  const size_t budget_;
+  size_t used_ = 0;
+  std::list<std::pair<Digest, Bytes>> lru_;  // front = most recent
+  std::unordered_map<Digest, std::list<std::pair<Digest, Bytes>>::iterator, DigestHash> map_;
+};
+
+// Recycles chunk buffers: a fresh multi-MiB allocation costs page faults
+// and zeroing by the kernel on every chunk read, more than a copy of it.
+class BufferPool {
+ public:
+  // The process's pool, shared by every store: a store opened for one
+  // read finds buffers that earlier stores have faulted in. Never
+  // destroyed, so buffers may outlive any store.
+  static BufferPool& Shared();
+
+  // A buffer of at least n bytes that returns to the pool when released.
+  std::shared_ptr<Buffer> Get(size_t n);
+
+ private:
+  void Put(Buffer* b);
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Buffer>> free_;
+  static constexpr size_t kMaxFree = 16;
+};
+
+// Reads the record of chunk id at loc and checks it: header, agreement
+// with the index, xxHash64 of the stored bytes and, unless quick or
+// check_sha is false, the SHA-256 of the inflated content (left in *raw;
+// a caller that passes false must check it). one_read: fetch header and
+// payload together (a pack read over the network, where a request costs
+// far more than a copy). Corruption says what failed, without naming an
+// object.
+Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc, bool quick, Buffer* raw,
+                   bool check_sha = true, bool one_read = false);
+
+class ChunkLoader {
+ public:
+  using Bytes = ChunkCache::Bytes;
+
+  // None of the pointers is owned; all must outlive the loader. threads:
+  // how many cores to verify on.
+  ChunkLoader(IndexHandle* index, PackSet* packs, ChangeLog* log, size_t cache_bytes, unsigned threads);
+
+  // Verified bytes of one chunk; object_id names the object in errors.
+  // keep: whether the chunk goes into the cache.
+  Result<Bytes> Load(const std::string& object_id, const Digest& chunk_id, const ChunkLocation& loc,
+                     bool keep = true);
+  // How a chunk read in a group is proven when it is read as part of a
+  // whole object (hash/chain.h): not by its own SHA-256 but as a link of
+  // its object's chain, the whole blocks inside it from the state the
+  // manifest gives. skip: bytes of the chunk before its first block
+  // boundary; blocks: whole blocks after it, inside the chunk.
+  struct ChainLink {
+    ChainState from;  // invalid: no block boundary inside the chunk
+    uint32_t skip = 0;
+    uint32_t blocks = 0;
+  };
+  // Verifies chunks ids[0, n) (at locs) two at a time, interleaved, a lane
+  // starting the next chunk as soon as its own is done (Sha256Lanes), so
+  // only the group's last chunk runs partly alone. Calls done(k, bytes, z)
+  // on this thread as each chunk k is settled, in any order; the bytes are
+  // not kept in the cache. Null bytes mean the chunk was not verified here
+  // (a cache hit, or any check failed): the caller loads it alone with
+  // Load, which says what failed. With links (one per chunk), a chunk's
+  // record is checked as always but its SHA-256 is not: z is the chain
+  // state its link reaches, and the bytes are proven only once the
+  // caller's link checks hold (they must never enter the cache).
+  void LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n,
+                 const std::function<void(size_t, Bytes, const ChainState&)>& done);
+  // Where a chunk is now (a gc may have moved it since it was looked up;
+  // on a bucket, another machine's gc: the log is caught up first).
+  // nullopt: no longer stored at all.
+  Result<std::optional<ChunkLocation>> Relocate(const Digest& chunk_id);
+
+  // Read-ahead of sequential readers: how many chunks to keep in flight,
+  // and on how many workers. From a bucket, fetches wait on the network,
+  // not on the cores.
+  unsigned read_ahead_depth() const;
+  unsigned read_ahead_workers() const;
+  // Whether chunks should be verified ahead in interleaved groups (local
+  // packs and a CPU that interleaves SHA-256).
+  bool group_reads() const;
+  TaskPool& ReadAhead();
+
+ private:
+  IndexHandle* index_;
+  PackSet* packs_;
+  ChangeLog* log_;
+  unsigned threads_;
+  BufferPool& buffers_ = BufferPool::Shared();
+  ChunkCache cache_;
+  std::once_flag read_ahead_once_;
+  std::unique_ptr<TaskPool> read_ahead_;
+};
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,412 @@
+// PublishSession (publish_session.h), and the ingest sink that connects
+// a session to Ingest.
+#include "write/publish_session.h"
+
+#include <chrono>
+#include <optional>
+
+#include "base/clock.h"
+#include "format/compress.h"
+#include "format/pack_format.h"
+
+namespace chunkstore::internal {
+
+namespace {
+
+// Chunks below this size are looked up in groups (see PublishSession::Defer).
+constexpr uint32_t kDeferBelow = 64 << 10;
+// Pending small chunks are resolved once they hold this many bytes.
+constexpr size_t kDeferLimit = 8 << 20;
+// Seals run beside ingest, a few at a time: enough to overlap uploads with
+// hashing, few enough to bound memory and staging space.
+constexpr size_t kSealsInFlight = 3;
+
+}  // namespace
+
+class SessionSink final : public IngestSink {
+ public:
+  SessionSink(PublishSession* session, PublishResult* result)
+      : session_(session), result_(result), inline_max_(session->t_.meta.inline_max) {}
+
+  bool IsKnown(const Digest& id, uint32_t length) override {
+    if (length < kDeferBelow) return false;  // looked up later, in a group
+    Result<std::optional<ChunkLocation>> r = session_->t_.index->Lock()->FindChunk(id);
+    return r.ok() && r->has_value();
+  }
+
+  Status Accept(IngestedChunk& c) override {
+    if (c.whole_input && c.length <= inline_max_) {  // an inline object: no chunk to store
+      inline_content.emplace(reinterpret_cast<const char*>(c.data), c.length);
+      return Status::OK();
+    }
+    entries.push_back({c.id, c.length});
+    if (session_->written_.count(c.id)) {
+      ++result_->reused_chunks;
+      return Status::OK();
+    }
+    if (c.known) {
+      ++result_->reused_chunks;
+      session_->reused_.push_back(c.id);
+      return Status::OK();
+    }
+    if (c.length < kDeferBelow) {
+      if (session_->pending_ids_.count(c.id)) {
+        ++result_->reused_chunks;
+        return Status::OK();
+      }
+      session_->Defer(c.id, c.data, c.length, c.compressed, c.packed, session_->results_.size());
+      if (session_->pending_bytes_ >= kDeferLimit) return session_->ResolvePending(result_);
+      return Status::OK();
+    }
+    return session_->WriteChunk(c.id, c.data, c.length, c.compressed, c.packed, result_);
+  }
+
+  std::vector<ManifestEntry> entries;
+  std::optional<std::string> inline_content;  // set for an inline object
+
+ private:
+  PublishSession* session_;
+  PublishResult* result_;
+  const uint32_t inline_max_;
+};
+
+PublishSession::~PublishSession() {
+  if (!done_) Abort();
+}
+
+
+void PublishSession::Abort() {
+  done_ = true;
+  // Seals still running finish first: their files must stay put until then.
+  ReapSeals(0);
+  for (Sealed& p : sealed_)
+    if (p.writer) t_.packs->Release(std::move(p.writer), false);
+  sealed_.clear();
+  // Packs already uploaded to a bucket stay there unreferenced; gc removes
+  // them after its grace period.
+  if (writer_) t_.packs->Release(std::move(writer_), false);
+}
+
+Status PublishSession::SealWriter() {
+  // Make room first: reaping after starting this one let one more run.
+  CHUNKSTORE_RETURN_IF_ERROR(ReapSeals(kSealsInFlight - 1));
+  Sealed p;
+  p.done = t_.packs->Seal(*writer_);
+  p.writer = std::move(writer_);
+  sealed_.push_back(std::move(p));
+  return Status::OK();
+}
+
+Status PublishSession::ReapSeals(size_t in_flight) {
+  size_t running = 0;
+  for (const Sealed& p : sealed_) running += !p.reaped;
+  for (Sealed& p : sealed_) {
+    if (p.reaped) continue;
+    const bool ready = p.done.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (!ready && running <= in_flight) break;
+    Status s = p.done.get();
+    p.reaped = true;
+    if (!s.ok() && seal_error_.ok()) seal_error_ = s;
+    --running;
+  }
+  return seal_error_;
+}
+
+Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len,
+                                  bool compressed, const std::vector<uint8_t>& packed,
+                                  PublishResult* result) {
+  const uint32_t stored_len = compressed ? static_cast<uint32_t>(packed.size()) : raw_len;
+  if (writer_ && writer_->size > writer_->committed + kPackHeaderSize &&
+      writer_->size + kRecordHeaderSize + stored_len > t_.packs->seal_at())
+    CHUNKSTORE_RETURN_IF_ERROR(SealWriter());
+  if (!writer_) {
+    Result<std::unique_ptr<PackWriter>> w = t_.packs->Acquire();
+    if (!w.ok()) return w.status();
+    writer_ = std::move(*w);
+  }
+  RecordHeader h;
+  h.codec = compressed ? Codec::kZlib : Codec::kRaw;
+  h.raw_len = raw_len;
+  h.stored_len = compressed ? static_cast<uint32_t>(packed.size()) : raw_len;
+  h.chunk_id = id;
+  const uint8_t* payload = compressed ? packed.data() : raw;
+  h.xxh64 = XxHash64(payload, h.stored_len);
+  uint8_t header[kRecordHeaderSize];
+  EncodeRecordHeader(h, header);
+  ChunkLocation loc;
+  loc.pack_id = static_cast<int64_t>(sealed_.size());  // the writer's place in the change's packs
+  loc.offset = writer_->size;
+  loc.raw_len = raw_len;
+  loc.stored_len = h.stored_len;
+  loc.codec = h.codec;
+  loc.xxh64 = h.xxh64;
+  CHUNKSTORE_RETURN_IF_ERROR(writer_->Append(header, sizeof header, payload, h.stored_len));
+  new_chunks_.emplace_back(id, loc);
+  written_.insert(id);
+  result->new_bytes += sizeof header + h.stored_len;
+  return Status::OK();
+}
+
+void PublishSession::Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+                           const std::vector<uint8_t>& packed, size_t result_index) {
+  Pending p{id, raw_len, compressed, {}, result_index};
+  if (compressed) p.bytes = packed;
+  else p.bytes.assign(raw, raw + raw_len);
+  pending_bytes_ += p.bytes.size();
+  pending_ids_.insert(id);
+  pending_.push_back(std::move(p));
+}
+
+Status PublishSession::ResolvePending(PublishResult* current) {
+  if (pending_.empty()) return Status::OK();
+  std::vector<bool> known(pending_.size());
+  {
+    // One read transaction for the whole group instead of one per lookup.
+    auto db = t_.index->Lock();
+    ReadTxn txn(db.get());
+    CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      Result<std::optional<ChunkLocation>> loc = db->FindChunk(pending_[i].id);
+      if (!loc.ok()) return loc.status();
+      known[i] = loc->has_value();
+    }
+  }
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    Pending& p = pending_[i];
+    // Chunks of the object still being added count towards `current`.
+    PublishResult* r = p.result < results_.size() ? &results_[p.result] : current;
+    if (known[i]) {
+      if (r) ++r->reused_chunks;
+      reused_.push_back(p.id);
+      continue;
+    }
+    PublishResult ignored;
+    CHUNKSTORE_RETURN_IF_ERROR(
+        WriteChunk(p.id, p.bytes.data(), p.raw_len, p.compressed, p.bytes, r ? r : &ignored));
+  }
+  pending_.clear();
+  pending_ids_.clear();
+  pending_bytes_ = 0;
+  return Status::OK();
+}
+
+Status PublishSession::FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
+                                    const std::vector<ChainState>& chain, const std::string& name,
+                                    PublishResult result) {
+  ObjectRow row;
+  row.id = id;
+  row.size = size;
+  row.chunk_count = static_cast<uint32_t>(entries.size());
+  row.manifest = EncodeManifest(id, size, entries, chain);
+  row.created = NowSeconds();
+  row.pinned = name.empty();
+  objects_.push_back(std::move(row));
+  names_.emplace_back(name, id);
+  result.id = id.ObjectId();
+  result.size = size;
+  result.chunks = entries.size();
+  result.name = name;
+  results_.push_back(std::move(result));
+  return Status::OK();
+}
+
+Status PublishSession::FinishInline(const Digest& id, std::string content, const std::string& name,
+                                    PublishResult result) {
+  ObjectRow row;
+  row.id = id;
+  row.size = content.size();
+  row.chunk_count = 0;
+  result.new_bytes += content.size();
+  row.manifest = std::move(content);
+  row.created = NowSeconds();
+  row.pinned = name.empty();
+  objects_.push_back(std::move(row));
+  names_.emplace_back(name, id);
+  result.id = id.ObjectId();
+  result.size = objects_.back().size;
+  result.chunks = 0;
+  result.name = name;
+  results_.push_back(std::move(result));
+  return Status::OK();
+}
+
+Status PublishSession::TakeMark() {
+  if (mark_) return Status::OK();
+  auto db = t_.index->Lock();
+  Result<Index::ChangeMark> m = db->Mark();
+  if (!m.ok()) return m.status();
+  mark_ = *m;
+  mark_index_ = db.get();
+  return Status::OK();
+}
+
+std::vector<ManifestEntry> PublishSession::EarlierVersion(const Source& source, const IngestConfig& cfg) {
+  // An object of the same size is likely an earlier version of this input
+  // (or this input again): checking its chunks where they were cut costs
+  // no chunker pass, and stops helping, at no loss, where the input
+  // differs.
+  const std::optional<uint64_t> size = source.Size();
+  if (!size || *size < kSizeIndexedFrom || !UsesPipeline(cfg, size)) return {};
+  auto db = t_.index->Lock();
+  Result<std::optional<ObjectRow>> row = db->FindObjectOfSize(*size);
+  if (!row.ok() || !row->has_value()) return {};
+  const ObjectRow& o = **row;
+  Result<std::vector<ManifestEntry>> e = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
+  if (!e.ok()) return {};
+  return std::move(*e);
+}
+
+Result<PublishResult> PublishSession::AddSource(Source& source, const std::string& name) {
+  if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
+  PublishResult result;
+  SessionSink sink(this, &result);
+  IngestConfig cfg;
+  cfg.chunking = t_.meta.chunking;
+  cfg.compress = t_.meta.compression;
+  cfg.threads = t_.threads;
+  cfg.inline_max = t_.meta.inline_max;
+  const std::vector<ManifestEntry> expected = EarlierVersion(source, cfg);
+  if (!expected.empty()) cfg.expected = &expected;
+  Result<IngestOutcome> out = Ingest(source, cfg, &sink);
+  if (!out.ok()) return out.status().WithContext("cannot publish " + source.Describe());
+  if (sink.inline_content) {
+    CHUNKSTORE_RETURN_IF_ERROR(FinishInline(out->object_id, std::move(*sink.inline_content), name, result));
+    return results_.back();
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(
+      FinishObject(out->object_id, out->size, std::move(sink.entries), out->chain, name, result));
+  return results_.back();
+}
+
+Result<PublishResult> PublishSession::AddPrepared(const PreparedState& p, const std::string& name) {
+  if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  if (p.owner != t_.owner)
+    return Status::InvalidArgument("a prepared object can only be published to the store that prepared it");
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
+  if (p.kind == PreparedState::Kind::kFile) {
+    Result<FileStamp> now = p.file->Restat();
+    if (!now.ok()) return now.status();
+    if (!(*now == p.file->stamp()))
+      return Status::InvalidArgument(p.file->Describe() +
+                                     " changed after it was prepared; prepare it again");
+  }
+  PublishResult result;
+  std::vector<uint8_t> raw, packed;
+  if (p.size > 0 && p.size <= t_.meta.inline_max && p.entries.size() == 1) {
+    std::string content(p.size, '\0');
+    CHUNKSTORE_RETURN_IF_ERROR(p.ReadContent(0, reinterpret_cast<uint8_t*>(content.data()), content.size()));
+    if (Sha256::Of(content.data(), content.size()) != p.id)
+      return Status::InvalidArgument("the prepared content changed after it was prepared; prepare it again");
+    CHUNKSTORE_RETURN_IF_ERROR(FinishInline(p.id, std::move(content), name, result));
+    return results_.back();
+  }
+  uint64_t offset = 0;
+  for (const ManifestEntry& e : p.entries) {
+    bool known = written_.count(e.id) != 0;
+    if (!known) {
+      Result<std::optional<ChunkLocation>> r = t_.index->Lock()->FindChunk(e.id);
+      if (!r.ok()) return r.status();
+      known = r->has_value();
+    }
+    if (known) {
+      ++result.reused_chunks;
+      if (!written_.count(e.id)) reused_.push_back(e.id);
+    } else {
+      // Only new chunks are read again, and they are hashed again: what
+      // goes into the pack must be what the id promises.
+      raw.resize(e.length);
+      CHUNKSTORE_RETURN_IF_ERROR(p.ReadContent(offset, raw.data(), e.length));
+      if (Sha256::Of(raw.data(), e.length) != e.id)
+        return Status::InvalidArgument("the prepared content changed after it was prepared "
+                                       "(chunk at offset " + std::to_string(offset) +
+                                       " no longer matches); prepare it again");
+      const bool compressed =
+          t_.meta.compression && TryCompress(raw.data(), e.length, &packed);
+      CHUNKSTORE_RETURN_IF_ERROR(
+          WriteChunk(e.id, raw.data(), e.length, compressed, packed, &result));
+    }
+    offset += e.length;
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(FinishObject(p.id, p.size, p.entries, p.chain, name, result));
+  return results_.back();
+}
+
+Status PublishSession::Commit() {
+  if (done_) return Status::InvalidArgument("this publish was already committed or abandoned");
+  Status s = ResolvePending(nullptr);
+  if (s.ok() && objects_.empty() && sealed_.empty() && !writer_) {  // nothing was added
+    done_ = true;
+    return Status::OK();
+  }
+  // The pack bytes first: durable where readers will find them before any
+  // change names them.
+  if (s.ok() && writer_) s = SealWriter();
+  Status sealed = ReapSeals(0);
+  if (s.ok()) s = sealed;
+  if (!s.ok()) {
+    Abort();
+    return s.WithContext("cannot publish to " + t_.packs->Describe());
+  }
+  ChangeSet change;
+  change.kind = ChangeSet::kPublish;
+  change.time = NowSeconds();
+  for (const Sealed& p : sealed_) change.packs.push_back({p.writer->name, p.writer->size});
+  for (const auto& [id, loc] : new_chunks_) change.chunks.push_back({id, static_cast<uint32_t>(loc.pack_id), loc});
+  change.objects = objects_;
+  for (size_t i = 0; i < objects_.size(); ++i) {
+    // A name's versions are numbered as they are applied; its time is the
+    // change's.
+    if (!names_[i].first.empty()) change.names.push_back({names_[i].first, names_[i].second, 0, 0});
+  }
+  std::vector<int64_t> versions;
+  bool made = false;
+  {
+    Result<std::unique_ptr<ChangeLog::Held>> held = t_.log->Hold(false, t_.busy_timeout_ms);
+    if (!held.ok()) s = held.status();
+    if (s.ok()) {
+      // A gc that ran since these chunks were found may have removed them;
+      // committing would leave an object pointing at nothing. Unless the
+      // index shows that nothing can have removed one, check each again.
+      auto db = t_.index->Lock();
+      bool unchanged = false;
+      if (mark_ && mark_index_ == db.get()) {
+        Result<Index::ChangeMark> now = db->Mark();
+        unchanged = now.ok() && *now == *mark_;
+      }
+      for (size_t i = 0; s.ok() && !unchanged && i < reused_.size(); ++i) {
+        Result<std::optional<ChunkLocation>> loc = db->FindChunk(reused_[i]);
+        if (!loc.ok()) s = loc.status();
+        else if (!loc->has_value())
+          s = Status::Busy("a concurrent gc removed chunk " + reused_[i].Hex() +
+                           ", which this publish reuses; publish again");
+      }
+      // An inline object already stored (or added earlier in this
+      // session) adds nothing after all.
+      std::unordered_set<Digest, DigestHash> inlined;
+      for (size_t i = 0; s.ok() && i < objects_.size(); ++i) {
+        if (!IsInline(objects_[i].size, objects_[i].chunk_count)) continue;
+        if (!inlined.insert(objects_[i].id).second) {
+          results_[i].new_bytes = 0;
+          continue;
+        }
+        Result<std::optional<ObjectRow>> have = db->FindObject(objects_[i].id);
+        if (!have.ok()) s = have.status();
+        else if (have->has_value()) results_[i].new_bytes = 0;
+      }
+    }
+    if (s.ok()) s = (*held)->Commit(change, &versions, &made);
+  }
+  if (!s.ok() && !made) {
+    Abort();
+    return s.WithContext("cannot commit the publish");
+  }
+  for (size_t i = 0, k = 0; i < names_.size(); ++i)
+    if (!names_[i].first.empty() && k < versions.size()) results_[i].version = versions[k++];
+  done_ = true;
+  for (Sealed& p : sealed_) t_.packs->Release(std::move(p.writer), true);
+  sealed_.clear();
+  return s;  // OK, or: made, but the index has not caught up yet
+}
+
+}  // namespace chunkstore::internal

@@ -1,0 +1,119 @@
+// PublishSession: the chunks and objects of one or more publishes, made
+// part of the store as one change.
+//
+// Chunks are cut, hashed and (when new) compressed by Ingest; new ones are
+// appended to a pack writer as they arrive (a bucket's writer is sealed
+// and uploaded each time it fills, beside the ingest). Commit seals what
+// is left — the pack bytes become durable where readers will find them —
+// then holds the store's change log, checks that every chunk the session
+// reused is still there (a gc may have removed one meanwhile), and commits
+// one change set naming the packs, the new chunks, the objects and their
+// names. A crash before the log has the change leaves only pack bytes that
+// nothing refers to.
+//
+// Thread safety: one thread at a time per session.
+#pragma once
+
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "chunkstore/store.h"
+#include "format/change_set.h"
+#include "format/manifest.h"
+#include "index/index.h"
+#include "ingest/ingest.h"
+#include "ingest/source.h"
+#include "log/change_log.h"
+#include "packs/pack_set.h"
+#include "write/prepared.h"
+
+namespace chunkstore::internal {
+
+// What a session publishes into. None of it is owned.
+struct PublishTarget {
+  IndexHandle* index = nullptr;
+  PackSet* packs = nullptr;
+  ChangeLog* log = nullptr;
+  StoreMeta meta;
+  unsigned threads = 1;
+  int busy_timeout_ms = 10000;
+  const void* owner = nullptr;  // the store: prepared objects must come from it
+};
+
+class PublishSession {
+ public:
+  explicit PublishSession(PublishTarget target) : t_(std::move(target)) {}
+  ~PublishSession();
+
+  Result<PublishResult> AddSource(Source& source, const std::string& name);
+  Result<PublishResult> AddPrepared(const PreparedState& prepared, const std::string& name);
+  // Commits everything added; fills in name versions in results().
+  Status Commit();
+  std::vector<PublishResult>& results() { return results_; }
+
+  // The chunk list of the newest object of the source's size, when the
+  // source is large enough for an ingest with cfg to use it (see
+  // IngestConfig::expected); empty otherwise, or if the lookup fails: it
+  // is only a hint.
+  std::vector<ManifestEntry> EarlierVersion(const Source& source, const IngestConfig& cfg);
+
+ private:
+  friend class SessionSink;
+  Status WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+                    const std::vector<uint8_t>& packed, PublishResult* result);
+  // Small chunks are not looked up one by one while they arrive (each
+  // lookup would be its own read transaction); they wait here and are
+  // looked up together, then written if new.
+  void Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+             const std::vector<uint8_t>& packed, size_t result_index);
+  Status ResolvePending(PublishResult* current);
+  Status FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
+                      const std::vector<ChainState>& chain, const std::string& name, PublishResult result);
+  // An object kept in its index row (size 1 to meta.inline_max).
+  Status FinishInline(const Digest& id, std::string content, const std::string& name, PublishResult result);
+  void Abort();
+  Status TakeMark();
+  // Seals the current writer (its bytes go on their way to durability)
+  // and starts a new one on the next chunk.
+  Status SealWriter();
+  // Ends finished seals, and waits for the oldest while more than
+  // in_flight are running.
+  Status ReapSeals(size_t in_flight);
+  PublishTarget t_;
+  std::unique_ptr<PackWriter> writer_;
+  std::vector<std::pair<Digest, ChunkLocation>> new_chunks_;  // loc.pack_id: index into sealed_
+  std::unordered_set<Digest, DigestHash> written_;
+  std::vector<Digest> reused_;  // taken from the index, re-checked at commit
+  // Taken before the first lookup; if the index's mark is the same at
+  // commit, nothing can have removed a reused chunk and the re-check is
+  // skipped.
+  std::optional<Index::ChangeMark> mark_;
+  const Index* mark_index_ = nullptr;
+  struct Pending {
+    Digest id;
+    uint32_t raw_len;
+    bool compressed;
+    std::vector<uint8_t> bytes;  // raw, or the zlib form when compressed
+    size_t result;               // index into results_ (or the object being added)
+  };
+  std::vector<Pending> pending_;
+  std::unordered_set<Digest, DigestHash> pending_ids_;
+  size_t pending_bytes_ = 0;
+  std::vector<ObjectRow> objects_;
+  std::vector<std::pair<std::string, Digest>> names_;  // "" for no name
+  std::vector<PublishResult> results_;
+  bool done_ = false;
+  struct Sealed {
+    std::unique_ptr<PackWriter> writer;
+    std::future<Status> done;  // valid until reaped
+    bool reaped = false;
+  };
+  std::vector<Sealed> sealed_;  // every writer of this session, in order
+  Status seal_error_;           // the first failed seal
+};
+
+}  // namespace chunkstore::internal
