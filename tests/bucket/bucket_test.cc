@@ -20,6 +20,7 @@
 #include "chunkstore/blob_store.h"
 #include "chunkstore/store.h"
 #include "backend/s3/s3_blob_store.h"
+#include "bucket_fixture.h"
 #include "test_util.h"
 
 namespace chunkstore {
@@ -30,131 +31,9 @@ using testing::ReadObject;
 using testing::SmallChunks;
 using testing::TempDir;
 
-// Forwards to another blob store; fails the Nth mutating call (Put,
-// PutFile, Delete) and every one after it while `broken` is set.
-class FaultyBlobStore final : public BlobStore {
- public:
-  explicit FaultyBlobStore(BlobStore* target) : t_(target) {}
-  void FailFrom(int n) {
-    countdown_ = n;
-    broken_ = false;
-  }
-  void Heal() {
-    countdown_ = -1;
-    broken_ = false;
-  }
-  int mutations() const { return mutations_; }
-  // Makes every pack upload take at least `ms` and records how many ran
-  // at once.
-  void SlowPackUploads(int ms) { pack_upload_ms_ = ms; }
-  int most_pack_uploads_at_once() const { return most_at_once_; }
-
-  Status Put(const std::string& key, const void* data, size_t n) override {
-    CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
-    return t_->Put(key, data, n);
-  }
-  Status PutFile(const std::string& key, const File& file, uint64_t size) override {
-    CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
-    if (key.rfind("packs/", 0) != 0 || pack_upload_ms_ == 0) return t_->PutFile(key, file, size);
-    const int now = ++pack_uploads_;
-    for (int seen = most_at_once_; now > seen && !most_at_once_.compare_exchange_weak(seen, now);) {
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(pack_upload_ms_));
-    Status s = t_->PutFile(key, file, size);
-    --pack_uploads_;
-    return s;
-  }
-  Status GetRange(const std::string& key, uint64_t offset, size_t n, void* buf, size_t* got) override {
-    return t_->GetRange(key, offset, n, buf, got);
-  }
-  Result<std::string> Get(const std::string& key) override { return t_->Get(key); }
-  Result<uint64_t> Size(const std::string& key) override { return t_->Size(key); }
-  Result<std::vector<BlobInfo>> List(const std::string& prefix, const std::string& after) override {
-    return t_->List(prefix, after);
-  }
-  Status Delete(const std::string& key) override {
-    CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
-    return t_->Delete(key);
-  }
-  std::string Describe() const override { return t_->Describe(); }
-
- private:
-  Status Mutate(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
-    ++mutations_;
-    // Lock blobs are let through: a failure there is a clean refusal up
-    // front, and releasing them must not fail the test's later steps.
-    if (key.rfind("locks/", 0) == 0) return Status::OK();
-    if (countdown_ > 0 && --countdown_ == 0) broken_ = true;
-    if (broken_) return Status::IOError("injected failure writing " + key);
-    return Status::OK();
-  }
-  BlobStore* t_;
-  std::mutex mu_;
-  int countdown_ = -1;
-  bool broken_ = false;
-  int mutations_ = 0;
-  std::atomic<int> pack_upload_ms_{0}, pack_uploads_{0}, most_at_once_{0};
-};
-
-enum class Backend { kMemory, kDirectory, kS3 };
-
-class BucketTest : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    if (GetParam() == Backend::kMemory) {
-      backend_ = NewMemoryBlobStore();
-    } else if (GetParam() == Backend::kDirectory) {
-      backend_ = NewDirectoryBlobStore(dir_ / "bucket");
-    } else {
-      OpenS3();
-    }
-    faulty_ = std::make_unique<FaultyBlobStore>(backend_.get());
-  }
-
-  void OpenS3() {
-#ifdef CHUNKSTORE_TEST_S3
-    const char* bucket = std::getenv("CHUNKSTORE_TEST_S3_BUCKET");
-    ASSERT_NE(bucket, nullptr) << "set CHUNKSTORE_TEST_S3_BUCKET (scripts/s3-test.sh does)";
-    internal::S3Location where;
-    where.bucket = bucket;
-    where.prefix = "t-" + RandomHex();
-    auto opts = internal::ResolveS3Options(S3Options{});
-    ASSERT_TRUE(opts.ok()) << opts.status().ToString();
-    auto blobs = internal::NewS3BlobStore(where, *opts, true);
-    ASSERT_TRUE(blobs.ok()) << blobs.status().ToString();
-    backend_ = std::move(*blobs);
-#else
-    FAIL() << "built without CHUNKSTORE_TEST_S3";
-#endif
-  }
-
-  static std::string RandomHex() {
-    auto b = RandomBytes(8, static_cast<uint64_t>(std::random_device{}()));
-    std::string s;
-    for (uint8_t c : b) s += "0123456789abcdef"[c & 15];
-    return s;
-  }
-
-  // A store on the shared bucket with its own cache (one "machine").
-  std::unique_ptr<Store> OpenMachine(const std::string& cache, Options o = SmallChunks()) {
-    o.blob_store = faulty_.get();
-    o.remote_pack_size = 256 << 10;  // several packs per publish
-    auto s = Store::Open(cache, o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(*s) : nullptr;
-  }
-
-  size_t CountBlobs(const std::string& prefix) {
-    auto l = backend_->List(prefix);
-    EXPECT_TRUE(l.ok());
-    return l.ok() ? l->size() : 0;
-  }
-
-  std::unique_ptr<BlobStore> backend_;
-  std::unique_ptr<FaultyBlobStore> faulty_;
-  TempDir dir_;
-};
+using testing::Backend;
+using testing::BucketTest;
+using testing::FaultyBlobStore;
 
 // The contract every BlobStore keeps (blob_store.h).
 TEST_P(BucketTest, TheBlobStoreKeepsItsContract) {

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <thread>
 
+#include "forge.h"
 #include "json_lite.h"
 #include "test_util.h"
 
@@ -519,6 +520,35 @@ TEST_F(Cli, VerifyOfACorruptedStoreExitsFourNamingTheChunk) {
   EXPECT_FALSE(j["ok"].b);
   EXPECT_EQ(j["problems"][0]["chunk"].str, first_chunk_id);
   EXPECT_EQ(Cs({"cat", "x", "-o", dir_ / "out"}).code, 4);
+}
+
+// A chunk list forged so that every check on the manifest holds (chunks
+// swapped, chain states and check recomputed, in the index and the log):
+// only the content's SHA-256 shows it. cat hands out no byte past the
+// point where that is known and exits 4, -o leaves no file, verify names
+// the object.
+TEST_F(Cli, AForgedChunkListMakesCatAndVerifyExitFourNamingTheObject) {
+  ASSERT_EQ(Cs({"init", "--min", "1024", "--avg", "4096", "--max", "16384"}).code, 0);
+  const auto data = RandomBytes(100000, 31);
+  const std::string id = IdLine(Cs({"publish", "--name", "x", Write("f", data)}).out);
+  ASSERT_EQ(Cs({"verify"}).code, 0);
+  testing::ForgeSwappedChunks(store(), id, data);
+  if (HasFatalFailure()) return;
+  Outcome r = Cs({"cat", "x"});
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("object " + id), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("does not match its id"), std::string::npos) << r.err;
+  EXPECT_LT(r.out.size(), data.size());
+  r = Cs({"cat", id, "-o", dir_ / "restored"});
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "restored"));
+  r = Cs({"verify"});
+  EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_NE(r.out.find("bad-object object " + id), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("ok"), std::string::npos) << r.out;
+  // Rebuilding the index from the (forged) log changes nothing about it.
+  ASSERT_EQ(Cs({"index", "rebuild"}).code, 0);
+  EXPECT_EQ(Cs({"cat", "x"}).code, 4);
 }
 
 TEST_F(Cli, VersionNamesTheLibraries) {

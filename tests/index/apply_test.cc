@@ -18,10 +18,10 @@ std::unique_ptr<Index> Fresh() {
   return std::move(*index);
 }
 
-void Apply(Index& index, const ChangeSet& c, std::vector<int64_t>* versions = nullptr) {
+void Apply(Index& index, const ChangeSet& c, Applied* applied = nullptr) {
   WriteTxn txn(&index);
   ASSERT_TRUE(txn.status().ok());
-  Status s = ApplyChange(index, c, versions);
+  Status s = ApplyChange(index, c, applied);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_TRUE(txn.Commit().ok());
 }
@@ -69,10 +69,15 @@ TEST(ApplyChange, AChunkStoredTwiceResolvesToTheSameCopyInEveryOrder) {
 TEST(ApplyChange, NamesGetTheirNextVersionUnlessTheirObjectIsGone) {
   auto index = Fresh();
   const Digest a = Sha256::Of("aaaaaa", 6), b = Sha256::Of("bbbbbb", 6);
-  std::vector<int64_t> v;
+  Applied v;
   Apply(*index, Publish("pack-0000000000000001.pack", a, 16, "n"), &v);
   Apply(*index, Publish("pack-0000000000000001.pack", b, 86, "n"), &v);
-  EXPECT_EQ(v, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(v.versions, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(v.added, (std::vector<bool>{true, true}));
+  Applied again;
+  Apply(*index, Publish("pack-0000000000000001.pack", b, 86, "n"), &again);
+  EXPECT_EQ(again.added, (std::vector<bool>{false})) << "an object already indexed is not new";
+  EXPECT_EQ(again.versions, (std::vector<int64_t>{3}));
   ChangeSet rm;
   rm.kind = ChangeSet::kRemoveObject;
   rm.removed_objects = {a};
@@ -81,12 +86,12 @@ TEST(ApplyChange, NamesGetTheirNextVersionUnlessTheirObjectIsGone) {
   tag.kind = ChangeSet::kTag;
   tag.time = 2000;
   tag.names = {{"n", a, 0, 0}, {"n", b, 0, 0}};
-  v.clear();
+  v = {};
   Apply(*index, tag, &v);
-  EXPECT_EQ(v, (std::vector<int64_t>{0, 3})) << "a tag of a removed object adds no version";
+  EXPECT_EQ(v.versions, (std::vector<int64_t>{0, 4})) << "a tag of a removed object adds no version";
   auto latest = index->FindName("n", 0);
   ASSERT_TRUE(latest.ok() && latest->has_value());
-  EXPECT_EQ((*latest)->version, 3);
+  EXPECT_EQ((*latest)->version, 4);
   EXPECT_EQ((*latest)->created, 2000);
   EXPECT_FALSE(index->FindName("n", 1)->has_value()) << "removing an object drops its name versions";
 }

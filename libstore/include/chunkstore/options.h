@@ -105,6 +105,13 @@ struct Options {
   // Bucket stores: a new pack is uploaded once it holds this many bytes
   // (default 64 MiB; one PUT below 16 MiB, multipart above).
   uint64_t remote_pack_size = 64ull << 20;
+  // Bucket stores: once this many change records follow the newest
+  // checkpoint, the next commit writes a new one (default 1000; 0: only gc
+  // writes them). A new machine starts from the newest checkpoint and
+  // reads only the records after it. Writing one takes the store to
+  // itself for a moment; if another process holds it, a later commit
+  // tries again.
+  uint32_t bucket_checkpoint_records = 1000;
   // Bucket stores: the store's secret (default none). A store created with
   // one signs every change it records with HMAC-SHA256 under it, and a
   // machine that holds it rejects changes that do not carry a valid

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <set>
 
 #include "base/clock.h"
+#include "bucket/log_keys.h"
 #include "format/config.h"
 #include "format/layout.h"
 #include "index/apply.h"
@@ -22,27 +24,7 @@ namespace chunkstore::internal {
 namespace {
 
 constexpr const char* kConfigKey = "config";
-constexpr const char* kLogPrefix = "log/";
 constexpr const char* kLockPrefix = "locks/";
-
-// "log/<epoch>-<ms>-..." -> (epoch, ms); false if the key has another shape.
-bool ParseLogKey(const std::string& key, int64_t* epoch, int64_t* ms) {
-  if (key.size() < 4 + 10 + 1 + 13 || key.compare(0, 4, kLogPrefix) != 0) return false;
-  const std::string e = key.substr(4, 10), m = key.substr(15, 13);
-  if (key[14] != '-' || e.find_first_not_of("0123456789") != std::string::npos ||
-      m.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  *epoch = std::stoll(e);
-  *ms = std::stoll(m);
-  return true;
-}
-
-std::string LogKeyPrefix(int64_t epoch, int64_t ms) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "log/%010lld-%013lld", static_cast<long long>(epoch),
-                static_cast<long long>(std::max<int64_t>(ms, 0)));
-  return buf;
-}
 
 }  // namespace
 
@@ -176,12 +158,22 @@ Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, 
 class BucketLog::HeldBucket final : public ChangeLog::Held {
  public:
   HeldBucket(BucketLog* log, std::unique_ptr<BucketLock> lock) : log_(log), lock_(std::move(lock)) {}
-  Status Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made) override {
-    return log_->Write(change, versions, made);
+  ~HeldBucket() override {
+    lock_.reset();
+    // A checkpoint takes the store to itself, so it waits until this hold
+    // is given up; one that fails (another process holds the store) is
+    // tried again after a later commit.
+    if (log_->checkpoint_due_.exchange(false)) (void)log_->Checkpoint();
+  }
+  Status Commit(ChangeSet& change, Applied* applied, bool* made) override {
+    return log_->Write(change, applied, made);
   }
   Status Replay(Index& into) override {
     CHUNKSTORE_RETURN_IF_ERROR(into.PrepareBucketCache());
-    return log_->Follow(into, false, nullptr);
+    bool behind = false;
+    CHUNKSTORE_RETURN_IF_ERROR(log_->Follow(&into, nullptr, &behind));
+    if (behind) return Status::Busy("the log of " + log_->blobs_->Describe() + " moved on by two checkpoints meanwhile");
+    return Status::OK();
   }
   const BucketLock& lock() const { return *lock_; }
 
@@ -191,12 +183,13 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
 };
 
 BucketLog::BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string cache_dir, StoreMeta meta,
-                     std::string secret, bool signed_store)
+                     uint32_t checkpoint_records, std::string secret, bool signed_store)
     : env_(env),
       blobs_(blobs),
       index_(index),
       cache_dir_(std::move(cache_dir)),
       meta_(meta),
+      checkpoint_records_(checkpoint_records),
       secret_(std::move(secret)),
       signed_store_(signed_store) {}
 
@@ -231,6 +224,17 @@ std::string BucketLog::NewLogKey(int64_t epoch, const std::string& newest) const
   return LogKeyPrefix(epoch, ms) + "-" + RandomHex(8);
 }
 
+Status BucketLog::WithIndex(Index* scratch, const std::function<Status(Index&)>& fn) {
+  if (scratch) return fn(*scratch);
+  auto db = index_->Lock();
+  return fn(*db);
+}
+
+void BucketLog::NoteEpoch(const std::string& key) {
+  int64_t e = 0, ms = 0;
+  if (ParseLogKey(key, &e, &ms) && e > epoch_.load()) epoch_.store(e);
+}
+
 Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys) {
   // Records are fetched several at once (each is a round trip) and applied
   // in key order, many to a transaction (a rebuild applies the whole log).
@@ -247,7 +251,9 @@ Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys
           fetched[i - start] = bytes.status().WithContext("cannot read log record " + keys[i]);
           continue;
         }
-        Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_);
+        Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_, keys[i]);
+        if (c.ok() && (c->kind == ChangeSet::kCheckpoint || (c->kind == ChangeSet::kCheckpointMark) != IsCheckpointMark(keys[i])))
+          c = Status::Corruption("a " + std::string(ChangeKindName(c->kind)) + " where the log has no place for one");
         fetched[i - start] =
             c.ok() ? std::move(c) : Result<ChangeSet>(c.status().WithContext(blobs_->Describe() + ": log record " + keys[i]));
       }
@@ -259,81 +265,101 @@ Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys
     for (auto& r : fetched)
       if (!r.ok()) return r.status();
     // The live index is locked for each batch, not across the fetches.
-    std::optional<IndexHandle::Locked> held;
-    if (!scratch) held.emplace(index_->Lock());
-    Index& index = scratch ? *scratch : **held;
-    WriteTxn txn(&index);
-    CHUNKSTORE_RETURN_IF_ERROR(txn.status());
-    for (size_t i = 0; i < fetched.size(); ++i) {
-      // Another process sharing this cache may have applied some meanwhile;
-      // applying twice would add their names twice.
-      Result<bool> applied = index.IsApplied(keys[start + i]);
-      if (!applied.ok()) return applied.status();
-      if (*applied) continue;
-      Status s = ApplyChange(index, *fetched[i], nullptr);
-      if (!s.ok()) return s.WithContext(blobs_->Describe() + ": log record " + keys[start + i]);
-      CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(keys[start + i]));
-    }
-    CHUNKSTORE_RETURN_IF_ERROR(txn.Commit().WithContext("cannot update the index cache"));
-    if (!scratch) {
-      for (size_t i = start; i < end; ++i) {
-        int64_t e = 0, ms = 0;
-        if (ParseLogKey(keys[i], &e, &ms) && e > epoch_.load()) epoch_.store(e);
+    CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
+      WriteTxn txn(&index);
+      CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+      for (size_t i = 0; i < fetched.size(); ++i) {
+        const std::string& key = keys[start + i];
+        // Another process sharing this cache may have applied some
+        // meanwhile; applying twice would add their names twice.
+        Result<bool> applied = index.IsApplied(key);
+        if (!applied.ok()) return applied.status();
+        if (*applied) continue;
+        Status s = ApplyChange(index, *fetched[i], nullptr);
+        if (!s.ok()) return s.WithContext(blobs_->Describe() + ": log record " + key);
+        CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(key));
+        if (IsCheckpointMark(key)) CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta(kCheckpointMeta, key));
       }
-    }
+      return txn.Commit().WithContext("cannot update the index cache");
+    }));
+    if (!scratch)
+      for (size_t i = start; i < end; ++i) NoteEpoch(keys[i]);
   }
   return Status::OK();
 }
 
-Status BucketLog::Follow(Index& index, bool whole, std::vector<std::string>*) {
-  Result<std::string> newest = index.NewestApplied();
-  if (!newest.ok()) return newest.status();
-  std::string start_after;
-  int64_t epoch = 0, ms = 0;
-  if (!whole && ParseLogKey(*newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
+Result<std::vector<std::string>> BucketLog::ListLog(const std::string& start_after) {
   Result<std::vector<BlobInfo>> listed = blobs_->List(kLogPrefix, start_after);
   if (!listed.ok()) return listed.status().WithContext("cannot list the log of " + blobs_->Describe());
-  Result<std::set<std::string>> applied = index.AppliedAfter(start_after);
-  if (!applied.ok()) return applied.status();
+  std::vector<std::string> keys;
+  keys.reserve(listed->size());
+  for (const BlobInfo& b : *listed) {
+    if (!IsLogKey(b.key))
+      return Status::Corruption(blobs_->Describe() + "/" + b.key.substr(0, 200) +
+                                " is not a chunkstore log key; move it out of the log");
+    keys.push_back(b.key);
+  }
+  return keys;
+}
+
+Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* behind) {
+  *behind = false;
+  std::string newest, mark;
+  CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
+    Result<std::string> n = index.NewestApplied();
+    if (!n.ok()) return n.status();
+    Result<std::string> m = index.GetMeta(kCheckpointMeta);
+    if (!m.ok()) return m.status();
+    newest = *n;
+    mark = *m;
+    return Status::OK();
+  }));
+  if (newest.empty()) return Bootstrap(scratch, problems);
+  if (!scratch) NoteEpoch(newest);
+  // Listed from a while before the newest record applied, to pick up
+  // records of concurrent writers whose clocks run behind.
+  int64_t epoch = 0, ms = 0;
+  std::string start_after;
+  if (ParseLogKey(newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
+  Result<std::vector<std::string>> listed = ListLog(start_after);
+  if (!listed.ok()) return listed.status();
+  std::set<std::string> applied;
+  CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
+    Result<std::set<std::string>> a = index.AppliedAfter(start_after);
+    if (!a.ok()) return a.status();
+    applied = std::move(*a);
+    return Status::OK();
+  }));
   std::vector<std::string> todo;
-  for (const BlobInfo& b : *listed)
-    if (!applied->count(b.key)) todo.push_back(b.key);
-  return ApplyKeys(&index, todo);
+  int new_marks = 0;
+  for (const std::string& key : *listed) {
+    if (applied.count(key)) continue;
+    todo.push_back(key);
+    if (IsCheckpointMark(key) && key > mark) ++new_marks;
+  }
+  // The records before the second-newest checkpoint may be gone: an index
+  // that has not seen it may lack some of them.
+  if (new_marks >= 2) {
+    *behind = true;
+    return Status::OK();
+  }
+  return ApplyKeys(scratch, todo);
 }
 
 Status BucketLog::CatchUp() {
-  std::lock_guard<std::mutex> refresh(refresh_mu_);
-  std::string newest;
+  bool behind = false;
+  Status s;
   {
-    auto db = index_->Lock();
-    Result<std::string> n = db->NewestApplied();
-    if (!n.ok()) return n.status();
-    newest = *n;
-    int64_t e = 0, ms = 0;
-    if (ParseLogKey(newest, &e, &ms) && e > epoch_.load()) epoch_.store(e);
+    std::lock_guard<std::mutex> refresh(refresh_mu_);
+    s = Follow(nullptr, nullptr, &behind);
   }
-  // Follow reads the index's applied keys under its own locks: the live
-  // index is locked per step, not across the bucket's round trips.
-  std::string start_after;
-  int64_t epoch = 0, ms = 0;
-  if (ParseLogKey(newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
-  Result<std::vector<BlobInfo>> listed = blobs_->List(kLogPrefix, start_after);
-  if (!listed.ok()) return listed.status().WithContext("cannot list the log of " + blobs_->Describe());
-  std::set<std::string> applied;
-  {
-    auto db = index_->Lock();
-    Result<std::set<std::string>> a = db->AppliedAfter(start_after);
-    if (!a.ok()) return a.status();
-    applied = std::move(*a);
-  }
-  std::vector<std::string> todo;
-  for (const BlobInfo& b : *listed)
-    if (!applied.count(b.key)) todo.push_back(b.key);
-  if (todo.empty()) return Status::OK();
-  return ApplyKeys(nullptr, todo);
+  // Far behind, or a record listed was gone when fetched (a checkpoint
+  // dropped it meanwhile): start again from the newest checkpoint.
+  if (behind || s.IsNotFound()) return Rebuild();
+  return s;
 }
 
-Status BucketLog::Write(ChangeSet& change, std::vector<int64_t>* versions, bool* made) {
+Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   if (made) *made = false;
   // No refresh of this process may list the new key and apply it between
   // the PUT and the application below.
@@ -346,7 +372,7 @@ Status BucketLog::Write(ChangeSet& change, std::vector<int64_t>* versions, bool*
     newest = *n;
   }
   const std::string key = NewLogKey(epoch_.load() + (change.kind == ChangeSet::kGc ? 1 : 0), newest);
-  const std::string bytes = EncodeChangeSet(change, secret_);
+  const std::string bytes = EncodeChangeSet(change, secret_, key);
   // A PUT that fails may still have stored the blob (the answer was lost,
   // not the request): from here on whatever the change names is kept.
   if (made) *made = true;
@@ -361,80 +387,31 @@ Status BucketLog::Write(ChangeSet& change, std::vector<int64_t>* versions, bool*
   WriteTxn txn(db.get());
   if (!txn.status().ok()) return cache_failed(txn.status());
   // Another process sharing this cache may have refreshed in between.
-  Result<bool> applied = db->IsApplied(key);
-  if (!applied.ok()) return cache_failed(applied.status());
-  if (!*applied) {
-    Status s = ApplyChange(*db, change, versions);
+  Result<bool> seen = db->IsApplied(key);
+  if (!seen.ok()) return cache_failed(seen.status());
+  if (!*seen) {
+    Status s = ApplyChange(*db, change, applied);
     if (s.ok()) s = db->MarkApplied(key);
     if (!s.ok()) return cache_failed(s);
-  } else if (versions) {
+  } else if (applied) {
+    // Applied by the other process: what it added is not known here, and
+    // counts as added.
+    applied->added.assign(change.objects.size(), true);
     for (const auto& n : change.names) {
       Result<std::optional<NameRow>> row = db->FindName(n.name, 0);
       if (!row.ok()) return cache_failed(row.status());
-      versions->push_back(row->has_value() && (*row)->object == n.object ? (*row)->version : 0);
+      applied->versions.push_back(row->has_value() && (*row)->object == n.object ? (*row)->version : 0);
     }
   }
   Status s = txn.Commit();
   if (!s.ok()) return cache_failed(s);
-  int64_t e = 0, ms = 0;
-  if (ParseLogKey(key, &e, &ms) && e > epoch_.load()) epoch_.store(e);
-  return Status::OK();
-}
-
-Status BucketLog::Checkpoint() {
-  // Bucket stores do not write checkpoints yet: a new cache reads every
-  // change set since the store began (docs/design.md, "Bucket stores").
-  return Status::OK();
-}
-
-Status BucketLog::Rebuild() {
-  // Built aside and swapped in only once whole: a rebuild that fails
-  // keeps the cache as it was.
-  const std::string live = cache_dir_ + "/" + kIndexFile, fresh = live + ".rebuild";
-  std::string store_id;
-  {
-    auto db = index_->Lock();
-    Result<std::string> id = db->GetMeta("bucket_store_id");
-    if (!id.ok()) return id.status();
-    store_id = *id;
+  NoteEpoch(key);
+  if (checkpoint_records_ > 0 && change.kind != ChangeSet::kGc) {
+    Result<std::string> mark = db->GetMeta(kCheckpointMeta);
+    Result<uint64_t> since = mark.ok() ? db->CountAppliedAfter(*mark) : Result<uint64_t>(mark.status());
+    if (since.ok() && *since >= checkpoint_records_) checkpoint_due_ = true;
   }
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env_->RemoveFile(fresh + suffix);
-  {
-    Index::OpenOptions o;
-    o.create = &meta_;
-    Result<std::unique_ptr<Index>> made = Index::Open(fresh, o);
-    if (!made.ok()) return made.status();
-    CHUNKSTORE_RETURN_IF_ERROR((*made)->PrepareBucketCache());
-    CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("bucket_store_id", store_id));
-    std::lock_guard<std::mutex> refresh(refresh_mu_);
-    CHUNKSTORE_RETURN_IF_ERROR(Follow(**made, true, nullptr));
-  }
-  index_->Reset(nullptr);
-  for (const char* suffix : {"-wal", "-shm", "-journal"}) env_->RemoveFile(live + suffix);
-  CHUNKSTORE_RETURN_IF_ERROR(env_->RenameFile(fresh, live).WithContext("cannot put the rebuilt index cache in place"));
-  Index::OpenOptions o;
-  Result<std::unique_ptr<Index>> reopened = Index::Open(live, o);
-  if (!reopened.ok()) return reopened.status();
-  CHUNKSTORE_RETURN_IF_ERROR((*reopened)->PrepareBucketCache());
-  index_->Reset(std::move(*reopened));
   return Status::OK();
-}
-
-Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
-  std::unique_ptr<Index> scratch;
-  if (!truth) {
-    Index::OpenOptions o;
-    o.create = &meta_;
-    Result<std::unique_ptr<Index>> made = Index::Open(":memory:", o);
-    if (!made.ok()) return made.status();
-    scratch = std::move(*made);
-    truth = scratch.get();
-  }
-  CHUNKSTORE_RETURN_IF_ERROR(truth->PrepareBucketCache());
-  std::vector<Problem> problems;
-  Status s = Follow(*truth, true, nullptr);
-  if (!s.ok()) problems.push_back({true, s.message()});
-  return problems;
 }
 
 namespace {

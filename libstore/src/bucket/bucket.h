@@ -5,10 +5,15 @@
 //   config                 what the store was created with, and its id
 //   packs/pack-<hex>.pack  immutable pack files, same format as on disk
 //   log/<epoch>-<ms>-<hex> change sets, each a blob written once
+//   log/<epoch>-<ms>-checkpoint  marks: a checkpoint of the records before
+//   checkpoints/<epoch>-<ms>     the whole state as of its mark
 //   locks/<kind>-<hex>     lock blobs: writers take "shared", gc takes
 //                          "exclusive"
-// Applying every change set in key order to an empty index gives the
-// store's index; a cache applies the ones it has not seen yet. BucketLog
+// The newest checkpoint with its mark, then every change set after the
+// mark in key order, applied to an empty index give the store's index; a
+// cache applies the ones it has not seen yet. Records older than the
+// second-newest checkpoint are deleted; a cache that has not seen that
+// checkpoint starts again from the newest one. BucketLog
 // is the store's ChangeLog, BucketPacks (NewBucketPackSet) its PackSet.
 //
 // Thread safety: everything here is safe for concurrent use.
@@ -16,6 +21,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -90,8 +96,10 @@ class BucketLog final : public ChangeLog {
   // the index file (for rebuilds).
   // secret: the store's (empty: it has none, or this machine does not
   // hold it; then signed_store refuses every change).
+  // checkpoint_records: a commit after which this many records follow the
+  // newest checkpoint writes a new one (0: only gc does).
   BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string cache_dir, StoreMeta meta,
-            std::string secret, bool signed_store);
+            uint32_t checkpoint_records, std::string secret, bool signed_store);
   ~BucketLog() override;
 
   Result<std::unique_ptr<Held>> Hold(bool exclusive, int wait_ms) override;
@@ -112,21 +120,41 @@ class BucketLog final : public ChangeLog {
   // Busy when the other kind is held. Shared locks wait up to wait_ms for
   // a gc to finish.
   Result<std::unique_ptr<BucketLock>> Lock(bool exclusive, int wait_ms);
-  // Applies the log's records index lacks (index: the live cache or a
-  // scratch; both track what they applied in applied_log).
-  Status Follow(Index& index, bool whole, std::vector<std::string>* problems);
+  // Runs fn on scratch, or on the live index (locked) when scratch is null.
+  Status WithIndex(Index* scratch, const std::function<Status(Index&)>& fn);
+  void NoteEpoch(const std::string& key);
+  // The log's keys after start_after; Corruption naming any key that is
+  // not one the store writes.
+  Result<std::vector<std::string>> ListLog(const std::string& start_after);
+  // Applies the log's records the index (scratch, or the live cache when
+  // null) lacks; an empty one is bootstrapped. *behind: the index has not
+  // seen the second-newest checkpoint, so records it lacks may be gone
+  // (nothing was applied; rebuild it).
+  Status Follow(Index* scratch, std::vector<Problem>* problems, bool* behind);
+  // Fills an empty index from the newest usable checkpoint and the records
+  // after its mark (or the whole log, where no checkpoint was written).
+  // problems (optional) gets the checkpoints passed over, and why.
+  Status Bootstrap(Index* scratch, std::vector<Problem>* problems);
   // Fetches and applies keys in order, to scratch, or to the live index
   // when scratch is null.
   Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys);
   // newest: the newest key applied to the cache ("" if none).
   std::string NewLogKey(int64_t epoch, const std::string& newest) const;
-  Status Write(ChangeSet& change, std::vector<int64_t>* versions, bool* made);
+  // Writes a checkpoint and its mark; the store held exclusively, the
+  // cache caught up, refresh_mu_ held. *tail gets the new one's tail.
+  Status WriteCheckpoint(std::string* tail);
+  // Deletes the records and checkpoints older than the checkpoint before
+  // tail's.
+  Status DropCovered(const std::string& tail);
+  Status Write(ChangeSet& change, Applied* applied, bool* made);
 
   Env* env_;
   BlobStore* blobs_;
   IndexHandle* index_;
   std::string cache_dir_;
   StoreMeta meta_;
+  uint32_t checkpoint_records_;
+  std::atomic<bool> checkpoint_due_{false};
   std::string secret_;
   bool signed_store_;
   std::mutex refresh_mu_;  // one refresh (or write) at a time

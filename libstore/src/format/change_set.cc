@@ -91,6 +91,14 @@ class In {
   bool ok_ = true;
 };
 
+// What the HMAC covers ahead of a change set's bytes: where it is kept.
+std::string HmacPrefix(const std::string& bound_to) {
+  std::string p;
+  p.push_back(static_cast<char>(bound_to.size() & 0xff));
+  p.push_back(static_cast<char>((bound_to.size() >> 8) & 0xff));
+  return p + bound_to;
+}
+
 uint64_t LoadU64(const char* p) {
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
@@ -107,11 +115,12 @@ const char* ChangeKindName(ChangeSet::Kind kind) {
     case ChangeSet::kRemoveObject: return "remove-object";
     case ChangeSet::kGc: return "gc";
     case ChangeSet::kCheckpoint: return "checkpoint";
+    case ChangeSet::kCheckpointMark: return "checkpoint-mark";
   }
   return "unknown";
 }
 
-std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret) {
+std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret, const std::string& bound_to) {
   Out o;
   o.str().append(kMagicV2, sizeof kMagicV2);
   o.U8(secret.empty() ? 0 : kFlagHmac);
@@ -161,13 +170,13 @@ std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret) {
   for (const auto& p : c.removed_packs) o.Str(p);
   o.U64(XxHash64(o.str().data(), o.str().size()));
   if (!secret.empty()) {
-    const Digest mac = HmacSha256(secret, o.str().data(), o.str().size());
+    const Digest mac = HmacSha256(secret, HmacPrefix(bound_to), o.str().data(), o.str().size());
     o.str().append(reinterpret_cast<const char*>(mac.bytes.data()), kHmacSize);
   }
   return std::move(o.str());
 }
 
-Result<ChangeSet> DecodeChangeSet(const std::string& s, const std::string& secret) {
+Result<ChangeSet> DecodeChangeSet(const std::string& s, const std::string& secret, const std::string& bound_to) {
   const bool v1 = s.size() >= 8 && std::memcmp(s.data(), kMagicV1, 8) == 0;
   const bool v2 = s.size() >= 8 && std::memcmp(s.data(), kMagicV2, 8) == 0;
   if (!v1 && !v2) return Status::Corruption("not a chunkstore change set");
@@ -181,7 +190,7 @@ Result<ChangeSet> DecodeChangeSet(const std::string& s, const std::string& secre
     return Status::Corruption("change set fails its xxHash64 check");
   if (!secret.empty()) {
     if (!mac_len) return Status::Corruption("change set is not signed with the store's secret");
-    const Digest mac = HmacSha256(secret, s.data(), checked);
+    const Digest mac = HmacSha256(secret, HmacPrefix(bound_to), s.data(), checked);
     if (!ConstantTimeEqual(mac.bytes.data(), s.data() + checked, kHmacSize))
       return Status::Corruption("change set fails its HMAC under the store's secret (forged, or another store's)");
   }
@@ -190,7 +199,7 @@ Result<ChangeSet> DecodeChangeSet(const std::string& s, const std::string& secre
   if (v2) in.U8();
   ChangeSet c;
   const uint8_t kind = in.U8();
-  if (kind < ChangeSet::kPublish || kind > (v1 ? ChangeSet::kGc : ChangeSet::kCheckpoint))
+  if (kind < ChangeSet::kPublish || kind > (v1 ? ChangeSet::kGc : ChangeSet::kCheckpointMark))
     return Status::Unsupported("change set of unknown kind " + std::to_string(kind) +
                                " (written by a newer chunkstore?)");
   c.kind = static_cast<ChangeSet::Kind>(kind);
@@ -265,6 +274,7 @@ Result<ChangeSet> DecodeChangeSet(const std::string& s, const std::string& secre
     if (in.ok() && !IsPackName(c.removed_packs.back())) return bad_pack(c.removed_packs.back());
   }
   if (!in.ok() || !in.at_end()) return Status::Corruption("change set is malformed");
+  if (c.kind == ChangeSet::kCheckpointMark && !c.empty()) return Status::Corruption("a checkpoint mark that is not empty");
   return c;
 }
 

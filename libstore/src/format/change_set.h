@@ -32,6 +32,7 @@ struct ChangeSet {
     kRemoveObject = 4,  // removed_objects
     kGc = 5,            // removed objects, chunks and packs; chunks moved into new packs
     kCheckpoint = 6,    // the whole state; names carry their versions and times
+    kCheckpointMark = 7,  // nothing: a bucket's checkpoint of every record before it exists
   };
   Kind kind = kPublish;
   int64_t time = 0;  // unix seconds, by the writer's clock
@@ -72,15 +73,18 @@ struct ChangeSet {
 };
 
 // The bytes of a change set. With a secret (a bucket store's, see
-// docs/design.md "Who may write"), they end in an HMAC-SHA256 of
-// everything before it under that secret.
-std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret = {});
+// docs/design.md "Who may write"), they end in an HMAC-SHA256 under that
+// secret of where the change set is kept (bound_to: its blob key) and
+// everything before the HMAC, so that a signed change set copied to
+// another key fails its check as a forged one does.
+std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret = {}, const std::string& bound_to = {});
 
 // Decodes what EncodeChangeSet wrote, and the log records of bucket stores
 // of format 1 (which carry no name versions). With a secret, a change set
-// without a valid HMAC under it is Corruption; without one, the HMAC is not
-// checked (the xxHash64 check always is).
-Result<ChangeSet> DecodeChangeSet(const std::string& bytes, const std::string& secret = {});
+// without a valid HMAC under it for bound_to is Corruption; without one,
+// the HMAC is not checked (the xxHash64 check always is).
+Result<ChangeSet> DecodeChangeSet(const std::string& bytes, const std::string& secret = {},
+                                  const std::string& bound_to = {});
 
 const char* ChangeKindName(ChangeSet::Kind kind);
 

@@ -123,7 +123,9 @@ std::string RandomHex(size_t n) {
 
 namespace chunkstore::internal {
 
-Digest HmacSha256(const std::string& key, const void* data, size_t n) {
+Digest HmacSha256(const std::string& key, const void* data, size_t n) { return HmacSha256(key, {}, data, n); }
+
+Digest HmacSha256(const std::string& key, const std::string& prefix, const void* data, size_t n) {
   // RFC 2104 over a 64-byte block: a longer key is hashed first.
   std::array<uint8_t, 64> k{};
   if (key.size() > k.size()) {
@@ -136,6 +138,7 @@ Digest HmacSha256(const std::string& key, const void* data, size_t n) {
   Sha256 inner;
   for (size_t i = 0; i < pad.size(); ++i) pad[i] = k[i] ^ 0x36;
   inner.Update(pad.data(), pad.size());
+  inner.Update(prefix.data(), prefix.size());
   inner.Update(data, n);
   const Digest in = inner.Finish();
   Sha256 outer;

@@ -64,6 +64,8 @@ class Sha256 {
 
 // HMAC-SHA256 of data[0, n) under key (RFC 2104). Thread-safe.
 Digest HmacSha256(const std::string& key, const void* data, size_t n);
+// HMAC-SHA256 of prefix followed by data[0, n), without joining them.
+Digest HmacSha256(const std::string& key, const std::string& prefix, const void* data, size_t n);
 // Whether a[0, n) equals b[0, n), in a time that does not depend on where
 // they differ (for comparing MACs).
 bool ConstantTimeEqual(const void* a, const void* b, size_t n);

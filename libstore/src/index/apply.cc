@@ -8,7 +8,8 @@
 
 namespace chunkstore::internal {
 
-Status ApplyChange(Index& index, const ChangeSet& c, std::vector<int64_t>* versions) {
+Status ApplyChange(Index& index, const ChangeSet& c, Applied* applied) {
+  std::vector<int64_t>* versions = applied ? &applied->versions : nullptr;
   if (c.kind == ChangeSet::kCheckpoint) CHUNKSTORE_RETURN_IF_ERROR(index.Clear());
   std::vector<int64_t> pack_ids;
   pack_ids.reserve(c.packs.size());
@@ -46,6 +47,7 @@ Status ApplyChange(Index& index, const ChangeSet& c, std::vector<int64_t>* versi
   for (const auto& ob : c.objects) {
     Result<bool> added = index.InsertObject(ob);
     if (!added.ok()) return added.status();
+    if (applied) applied->added.push_back(*added);
   }
   for (const auto& n : c.names) {
     const int64_t created = n.created ? n.created : c.time;

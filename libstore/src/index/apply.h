@@ -28,9 +28,13 @@ namespace chunkstore::internal {
 //  - then names, objects (with their names), chunks (only the row in the
 //    named pack) and packs (with their chunk rows) are removed as listed;
 //  - a checkpoint replaces everything the index held.
-// versions (optional) gets the version each of c.names received, 0 for
-// one skipped.
-Status ApplyChange(Index& index, const ChangeSet& c, std::vector<int64_t>* versions);
+// What applying a change did, for the writer that made it.
+struct Applied {
+  std::vector<int64_t> versions;  // per c.names: the version it received, 0 if skipped
+  std::vector<bool> added;        // per c.objects: new to the index (not there already)
+};
+// applied (optional) gets what c did.
+Status ApplyChange(Index& index, const ChangeSet& c, Applied* applied);
 
 // The index's whole state as a checkpoint change set (inside the caller's
 // transaction).

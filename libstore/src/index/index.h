@@ -186,6 +186,7 @@ class Index {
   Status MarkApplied(const std::string& key);
   Result<std::string> NewestApplied();
   Result<std::set<std::string>> AppliedAfter(const std::string& key);
+  Result<uint64_t> CountAppliedAfter(const std::string& key);
 
   // What could have removed chunk rows since a point in time: commits by
   // other connections (SQLite's data_version) and removals through this

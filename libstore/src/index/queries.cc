@@ -554,6 +554,14 @@ Result<std::string> Index::NewestApplied() {
   return q.use().ColText(0);
 }
 
+Result<uint64_t> Index::CountAppliedAfter(const std::string& key) {
+  Query q(db_, "SELECT count(*) FROM applied_log WHERE key > ?1");
+  if (!q.ok()) return Error("cannot read the index cache");
+  q.use().Text(1, key);
+  if (q.use().Step() != SQLITE_ROW) return Error("cannot read the index cache");
+  return static_cast<uint64_t>(q.use().ColInt(0));
+}
+
 Result<std::set<std::string>> Index::AppliedAfter(const std::string& key) {
   Query q(db_, "SELECT key FROM applied_log WHERE key > ?1");
   if (!q.ok()) return Error("cannot read the index cache");

@@ -19,6 +19,7 @@
 #include "chunkstore/env.h"
 #include "chunkstore/status.h"
 #include "format/change_set.h"
+#include "index/apply.h"
 #include "index/index.h"
 
 namespace chunkstore::internal {
@@ -39,11 +40,11 @@ class ChangeLog {
    public:
     virtual ~Held() = default;
     // Makes change durable in the log, then applies it to the index
-    // (ApplyChange; versions as there). Once the log has it the change is
+    // (ApplyChange; *applied, when given, as there). Once the log has it the change is
     // made (*made, when given, says so, error or not): an error applying
     // it then says that the index catches up later, and whatever the
     // change names must be kept.
-    virtual Status Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made = nullptr) = 0;
+    virtual Status Commit(ChangeSet& change, Applied* applied, bool* made = nullptr) = 0;
     // Brings into up to date with the log as it is now: an empty index
     // gets the whole log replayed (the store's true state, whatever the
     // live index says); one that an earlier Replay filled gets only what

@@ -29,7 +29,7 @@ class DirectoryLog::HeldLog final : public ChangeLog::Held {
   HeldLog(DirectoryLog* log, std::unique_ptr<FileLock> lock) : log_(log), lock_(std::move(lock)) {}
   ~HeldLog() override = default;
 
-  Status Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made) override;
+  Status Commit(ChangeSet& change, Applied* applied, bool* made) override;
   Status Replay(Index& into) override { return log_->ReplayLocked(into, nullptr); }
 
  private:
@@ -255,7 +255,7 @@ Result<std::unique_ptr<ChangeLog::Held>> DirectoryLog::Hold(bool, int wait_ms) {
   return std::unique_ptr<Held>(new HeldLog(this, std::move(*lock)));
 }
 
-Status DirectoryLog::HeldLog::Commit(ChangeSet& change, std::vector<int64_t>* versions, bool* made) {
+Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* made) {
   DirectoryLog* log = log_;
   if (made) *made = false;
   bool checkpoint_due = false;
@@ -290,7 +290,7 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, std::vector<int64_t>* ve
     // The change is made. What follows brings the index along.
     WriteTxn txn(db.get());
     s = txn.status();
-    if (s.ok()) s = ApplyChange(*db, change, versions);
+    if (s.ok()) s = ApplyChange(*db, change, applied);
     if (s.ok()) s = RecordPosition(*db, seq, pos->segment, pos->offset + frame.size(), pos->base);
     if (s.ok()) s = txn.Commit();
     if (!s.ok())

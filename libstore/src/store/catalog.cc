@@ -23,7 +23,7 @@ NameEntry ToEntry(const NameListing& l) {
 // check sees every change committed before), check may refuse or complete
 // the change, then it is committed.
 Status CommitChange(Store::Impl* impl, ChangeSet& change, const std::function<Status(Index&)>& check,
-                    std::vector<int64_t>* versions) {
+                    Applied* applied) {
   Result<std::unique_ptr<ChangeLog::Held>> held = impl->log->Hold(false, impl->options.busy_timeout_ms);
   if (!held.ok()) return held.status();
   {
@@ -31,7 +31,7 @@ Status CommitChange(Store::Impl* impl, ChangeSet& change, const std::function<St
     CHUNKSTORE_RETURN_IF_ERROR(check(*db));
   }
   change.time = NowSeconds();
-  return (*held)->Commit(change, versions);
+  return (*held)->Commit(change, applied);
 }
 
 }  // namespace
@@ -127,7 +127,7 @@ Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
   c.kind = ChangeSet::kTag;
   Digest id;
   uint64_t size = 0;
-  std::vector<int64_t> versions;
+  Applied applied;
   CHUNKSTORE_RETURN_IF_ERROR(CommitChange(
       impl_.get(), c,
       [&](Index& index) -> Status {
@@ -140,10 +140,10 @@ Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
         c.names.push_back({name, id, 0, 0});
         return Status::OK();
       },
-      &versions));
-  if (versions.empty() || versions[0] == 0)
+      &applied));
+  if (applied.versions.empty() || applied.versions[0] == 0)
     return Status::NotFound("object " + id.ObjectId() + " was removed by another writer");
-  return NameEntry{name, versions[0], id.ObjectId(), size, c.time};
+  return NameEntry{name, applied.versions[0], id.ObjectId(), size, c.time};
 }
 
 Status Store::RemoveName(const std::string& name) {

@@ -119,7 +119,7 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
   impl->index.Reset(std::move(*index));
   CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, cache + "/" + kPacksDir));
   CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, impl->tmp_dir()));
-  impl->log = std::make_unique<BucketLog>(env, impl->blobs, &impl->index, cache, impl->meta, options.secret,
+  impl->log = std::make_unique<BucketLog>(env, impl->blobs, &impl->index, cache, impl->meta, options.bucket_checkpoint_records, options.secret,
                                           signed_store);
   BucketPackOptions po;
   po.remote_pack_size = options.remote_pack_size;

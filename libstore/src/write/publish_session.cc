@@ -353,13 +353,14 @@ Status PublishSession::Commit() {
   change.time = NowSeconds();
   for (const Sealed& p : sealed_) change.packs.push_back({p.writer->name, p.writer->size});
   for (const auto& [id, loc] : new_chunks_) change.chunks.push_back({id, static_cast<uint32_t>(loc.pack_id), loc});
-  change.objects = objects_;
-  for (size_t i = 0; i < objects_.size(); ++i) {
+  change.objects = std::move(objects_);
+  objects_.clear();
+  for (size_t i = 0; i < change.objects.size(); ++i) {
     // A name's versions are numbered as they are applied; its time is the
     // change's.
     if (!names_[i].first.empty()) change.names.push_back({names_[i].first, names_[i].second, 0, 0});
   }
-  std::vector<int64_t> versions;
+  Applied applied;
   bool made = false;
   {
     Result<std::unique_ptr<ChangeLog::Held>> held = t_.log->Hold(false, t_.busy_timeout_ms);
@@ -381,28 +382,19 @@ Status PublishSession::Commit() {
           s = Status::Busy("a concurrent gc removed chunk " + reused_[i].Hex() +
                            ", which this publish reuses; publish again");
       }
-      // An inline object already stored (or added earlier in this
-      // session) adds nothing after all.
-      std::unordered_set<Digest, DigestHash> inlined;
-      for (size_t i = 0; s.ok() && i < objects_.size(); ++i) {
-        if (!IsInline(objects_[i].size, objects_[i].chunk_count)) continue;
-        if (!inlined.insert(objects_[i].id).second) {
-          results_[i].new_bytes = 0;
-          continue;
-        }
-        Result<std::optional<ObjectRow>> have = db->FindObject(objects_[i].id);
-        if (!have.ok()) s = have.status();
-        else if (have->has_value()) results_[i].new_bytes = 0;
-      }
     }
-    if (s.ok()) s = (*held)->Commit(change, &versions, &made);
+    if (s.ok()) s = (*held)->Commit(change, &applied, &made);
   }
+  // An inline object already stored (or added earlier in this session)
+  // added nothing after all.
+  for (size_t i = 0; i < applied.added.size() && i < change.objects.size(); ++i)
+    if (!applied.added[i] && IsInline(change.objects[i].size, change.objects[i].chunk_count)) results_[i].new_bytes = 0;
   if (!s.ok() && !made) {
     Abort();
     return s.WithContext("cannot commit the publish");
   }
   for (size_t i = 0, k = 0; i < names_.size(); ++i)
-    if (!names_[i].first.empty() && k < versions.size()) results_[i].version = versions[k++];
+    if (!names_[i].first.empty() && k < applied.versions.size()) results_[i].version = applied.versions[k++];
   done_ = true;
   for (Sealed& p : sealed_) t_.packs->Release(std::move(p.writer), true);
   sealed_.clear();

@@ -1,0 +1,218 @@
+// Checkpoints of a bucket store's log (bucket.h): writing them, starting a
+// cache from the newest one, and dropping the records they cover.
+//
+// A checkpoint is written under the store's exclusive lock: the whole
+// state, replayed from the log (never taken from the cache), as the blob
+// checkpoints/<epoch>-<ms> in a new epoch, then its mark, the empty log
+// record log/<epoch>-<ms>-checkpoint. Every record written after it sorts
+// after the mark (a new epoch), every record before it is covered by it. A
+// checkpoint without its mark was cut short and is passed over.
+//
+// When checkpoint k is written, the records and checkpoints older than
+// checkpoint k-1 are deleted: a cache that has seen mark k-1 lacks none
+// of what is left, and one that has not sees two new marks when it next
+// follows the log and starts again from checkpoint k (Follow's *behind).
+#include <algorithm>
+
+#include "base/clock.h"
+#include "bucket/bucket.h"
+#include "bucket/log_keys.h"
+#include "format/layout.h"
+#include "index/apply.h"
+
+namespace chunkstore::internal {
+
+Status BucketLog::Bootstrap(Index* scratch, std::vector<Problem>* problems) {
+  auto note = [&](bool damage, const std::string& message) {
+    if (problems) problems->push_back({damage, message});
+  };
+  Result<std::vector<BlobInfo>> listed = blobs_->List(kCheckpointPrefix);
+  if (!listed.ok()) return listed.status().WithContext("cannot list the checkpoints of " + blobs_->Describe());
+  std::vector<std::string> tails;
+  for (const BlobInfo& b : *listed) {
+    const std::string tail = CheckpointTail(b.key);
+    if (tail.empty())
+      return Status::Corruption(blobs_->Describe() + "/" + b.key.substr(0, 200) +
+                                " is not a chunkstore checkpoint key; move it out of checkpoints/");
+    tails.push_back(tail);
+  }
+  std::sort(tails.rbegin(), tails.rend());
+  for (const std::string& tail : tails) {
+    const std::string key = CheckpointKey(tail), mark = MarkKey(tail);
+    Result<std::vector<std::string>> after = ListLog(kLogPrefix + tail);
+    if (!after.ok()) return after.status();
+    if (after->empty() || after->front() != mark) {
+      note(false, "checkpoint " + key + " has no mark (a checkpoint cut short); passed over");
+      continue;
+    }
+    Result<std::string> bytes = blobs_->Get(key);
+    Result<ChangeSet> c = bytes.ok() ? DecodeChangeSet(*bytes, secret_, key) : Result<ChangeSet>(bytes.status());
+    if (c.ok() && c->kind != ChangeSet::kCheckpoint)
+      c = Status::Corruption(std::string("a ") + ChangeKindName(c->kind) + " change set where a checkpoint belongs");
+    if (!c.ok()) {
+      note(true, blobs_->Describe() + ": checkpoint " + key + ": " + c.status().message() +
+                     "; the one before it was used");
+      continue;
+    }
+    CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
+      WriteTxn txn(&index);
+      CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+      Status s = ApplyChange(index, *c, nullptr);
+      if (!s.ok()) return s.WithContext(blobs_->Describe() + ": checkpoint " + key);
+      CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(mark));
+      CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta(kCheckpointMeta, mark));
+      return txn.Commit().WithContext("cannot update the index cache");
+    }));
+    if (!scratch) NoteEpoch(mark);
+    after->erase(after->begin());
+    return ApplyKeys(scratch, *after);
+  }
+  // With two checkpoints or more written, the records the older ones cover
+  // may be gone: the log alone no longer tells the state.
+  if (tails.size() >= 2)
+    return Status::Corruption("no usable checkpoint in " + blobs_->Describe() +
+                              ", and the log records the older ones cover are gone (see verify)");
+  Result<std::vector<std::string>> all = ListLog("");
+  if (!all.ok()) return all.status();
+  return ApplyKeys(scratch, *all);
+}
+
+Status BucketLog::WriteCheckpoint(std::string* tail_out) {
+  Index::OpenOptions o;
+  o.create = &meta_;
+  Result<std::unique_ptr<Index>> scratch = Index::Open(":memory:", o);
+  if (!scratch.ok()) return scratch.status();
+  CHUNKSTORE_RETURN_IF_ERROR((*scratch)->PrepareBucketCache());
+  CHUNKSTORE_RETURN_IF_ERROR(Bootstrap(scratch->get(), nullptr));
+  Result<std::string> newest = (*scratch)->NewestApplied();
+  if (!newest.ok()) return newest.status();
+  std::string bytes;
+  int64_t epoch = epoch_.load(), e = 0, ms = 0;
+  if (ParseLogKey(*newest, &e, &ms)) epoch = std::max(epoch, e);
+  ++epoch;
+  const std::string tail = LogKeyPrefix(epoch, NowMs()).substr(4);
+  const std::string key = CheckpointKey(tail), mark = MarkKey(tail);
+  {
+    ReadTxn read(scratch->get());
+    CHUNKSTORE_RETURN_IF_ERROR(read.status());
+    Result<ChangeSet> state = Snapshot(**scratch, NowSeconds());
+    if (!state.ok()) return state.status();
+    bytes = EncodeChangeSet(*state, secret_, key);
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()).WithContext("cannot write a checkpoint"));
+  ChangeSet empty;
+  empty.kind = ChangeSet::kCheckpointMark;
+  empty.time = NowSeconds();
+  const std::string mark_bytes = EncodeChangeSet(empty, secret_, mark);
+  CHUNKSTORE_RETURN_IF_ERROR(
+      blobs_->Put(mark, mark_bytes.data(), mark_bytes.size()).WithContext("cannot write a checkpoint's mark"));
+  {
+    auto db = index_->Lock();
+    WriteTxn txn(db.get());
+    CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+    // The cache holds the same state (it followed the same records).
+    CHUNKSTORE_RETURN_IF_ERROR(db->MarkApplied(mark));
+    CHUNKSTORE_RETURN_IF_ERROR(db->SetMeta(kCheckpointMeta, mark));
+    CHUNKSTORE_RETURN_IF_ERROR(txn.Commit());
+  }
+  NoteEpoch(mark);
+  *tail_out = tail;
+  return Status::OK();
+}
+
+Status BucketLog::Checkpoint() {
+  if (signed_store_ && secret_.empty())
+    return Status::PermissionDenied(blobs_->Describe() + " signs its changes: a checkpoint takes its secret");
+  std::string tail;
+  {
+    Result<std::unique_ptr<BucketLock>> lock = Lock(true, 0);
+    if (!lock.ok()) return lock.status();
+    CHUNKSTORE_RETURN_IF_ERROR(CatchUp());
+    std::lock_guard<std::mutex> refresh(refresh_mu_);
+    CHUNKSTORE_RETURN_IF_ERROR(WriteCheckpoint(&tail));
+  }
+  // Deleting needs no lock: what goes is covered twice over, and a cache
+  // still reading it starts again from the newest checkpoint.
+  return DropCovered(tail);
+}
+
+Status BucketLog::DropCovered(const std::string& tail) {
+  Result<std::vector<BlobInfo>> listed = blobs_->List(kCheckpointPrefix);
+  if (!listed.ok()) return listed.status();
+  std::vector<std::string> older;
+  for (const BlobInfo& b : *listed) {
+    const std::string t = CheckpointTail(b.key);
+    if (!t.empty() && t < tail) older.push_back(t);
+  }
+  if (older.empty()) return Status::OK();
+  std::sort(older.begin(), older.end());
+  const std::string keep = older.back();  // the checkpoint before this one
+  Result<std::vector<std::string>> log = ListLog("");
+  if (!log.ok()) return log.status();
+  const std::string bound = kLogPrefix + keep;
+  Status first;
+  for (const std::string& key : *log) {
+    if (key >= bound) break;
+    Status s = blobs_->Delete(key);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  for (size_t i = 0; i + 1 < older.size(); ++i) {
+    Status s = blobs_->Delete(CheckpointKey(older[i]));
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
+Status BucketLog::Rebuild() {
+  // Built aside and swapped in only once whole: a rebuild that fails
+  // keeps the cache as it was.
+  const std::string live = cache_dir_ + "/" + kIndexFile, fresh = live + ".rebuild";
+  std::string store_id;
+  {
+    auto db = index_->Lock();
+    Result<std::string> id = db->GetMeta("bucket_store_id");
+    if (!id.ok()) return id.status();
+    store_id = *id;
+  }
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env_->RemoveFile(fresh + suffix);
+  {
+    Index::OpenOptions o;
+    o.create = &meta_;
+    Result<std::unique_ptr<Index>> made = Index::Open(fresh, o);
+    if (!made.ok()) return made.status();
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->PrepareBucketCache());
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("bucket_store_id", store_id));
+    std::lock_guard<std::mutex> refresh(refresh_mu_);
+    CHUNKSTORE_RETURN_IF_ERROR(Bootstrap(made->get(), nullptr));
+  }
+  index_->Reset(nullptr);
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) env_->RemoveFile(live + suffix);
+  CHUNKSTORE_RETURN_IF_ERROR(env_->RenameFile(fresh, live).WithContext("cannot put the rebuilt index cache in place"));
+  Index::OpenOptions o;
+  Result<std::unique_ptr<Index>> reopened = Index::Open(live, o);
+  if (!reopened.ok()) return reopened.status();
+  CHUNKSTORE_RETURN_IF_ERROR((*reopened)->PrepareBucketCache());
+  Result<std::string> newest = (*reopened)->NewestApplied();
+  if (newest.ok()) NoteEpoch(*newest);
+  index_->Reset(std::move(*reopened));
+  return Status::OK();
+}
+
+Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
+  std::unique_ptr<Index> scratch;
+  if (!truth) {
+    Index::OpenOptions o;
+    o.create = &meta_;
+    Result<std::unique_ptr<Index>> made = Index::Open(":memory:", o);
+    if (!made.ok()) return made.status();
+    scratch = std::move(*made);
+    truth = scratch.get();
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(truth->PrepareBucketCache());
+  std::vector<Problem> problems;
+  Status s = Bootstrap(truth, &problems);
+  if (!s.ok()) problems.push_back({true, s.message()});
+  return problems;
+}
+
+}  // namespace chunkstore::internal

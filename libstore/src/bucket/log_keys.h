@@ -1,0 +1,70 @@
+// The keys of a bucket store's log and checkpoints (docs/format.md,
+// "Bucket layout"): what they look like, and how they sort.
+//
+//   log/<epoch>-<ms>-<16 hex>        a change set
+//   log/<epoch>-<ms>-checkpoint      the mark of the checkpoint below
+//   checkpoints/<epoch>-<ms>         every change before its mark
+//
+// epoch is 10 digits, ms 13 (unix milliseconds by the writer's clock).
+// Every key read from a listing goes through these before it is used.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace chunkstore::internal {
+
+inline constexpr const char* kLogPrefix = "log/";
+inline constexpr const char* kCheckpointPrefix = "checkpoints/";
+inline constexpr const char* kMarkSuffix = "-checkpoint";
+// The meta key under which a cache records the newest checkpoint mark it
+// applied (or started from).
+inline constexpr const char* kCheckpointMeta = "bucket_checkpoint";
+inline constexpr size_t kLogTailSize = 10 + 1 + 13;  // "<epoch>-<ms>"
+
+inline bool AllDigits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+
+// "log/<epoch>-<ms>-..." -> (epoch, ms); false if the key has another shape.
+inline bool ParseLogKey(const std::string& key, int64_t* epoch, int64_t* ms) {
+  if (key.size() < 4 + kLogTailSize + 1 || key.compare(0, 4, kLogPrefix) != 0) return false;
+  const std::string e = key.substr(4, 10), m = key.substr(15, 13);
+  if (key[14] != '-' || key[28] != '-' || !AllDigits(e) || !AllDigits(m)) return false;
+  *epoch = std::stoll(e);
+  *ms = std::stoll(m);
+  return true;
+}
+
+// "log/<epoch>-<ms>": sorts before every key of that millisecond.
+inline std::string LogKeyPrefix(int64_t epoch, int64_t ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "log/%010lld-%013lld", static_cast<long long>(epoch),
+                static_cast<long long>(ms < 0 ? 0 : ms));
+  return buf;
+}
+
+// Whether key is a log record's key: a change set, or a checkpoint mark.
+inline bool IsLogKey(const std::string& key) {
+  int64_t e = 0, ms = 0;
+  if (!ParseLogKey(key, &e, &ms)) return false;
+  const std::string rest = key.substr(4 + kLogTailSize + 1);
+  return rest == kMarkSuffix + 1 ||
+         (rest.size() == 16 && rest.find_first_not_of("0123456789abcdef") == std::string::npos);
+}
+
+inline bool IsCheckpointMark(const std::string& key) {
+  return IsLogKey(key) && key.size() == 4 + kLogTailSize + std::char_traits<char>::length(kMarkSuffix);
+}
+
+// "checkpoints/<epoch>-<ms>" -> "<epoch>-<ms>"; "" if key has another shape.
+inline std::string CheckpointTail(const std::string& key) {
+  const size_t p = std::char_traits<char>::length(kCheckpointPrefix);
+  if (key.size() != p + kLogTailSize || key.compare(0, p, kCheckpointPrefix) != 0) return {};
+  int64_t e = 0, ms = 0;
+  return ParseLogKey(std::string(kLogPrefix) + key.substr(p) + "-x", &e, &ms) ? key.substr(p) : std::string();
+}
+
+inline std::string MarkKey(const std::string& tail) { return kLogPrefix + tail + kMarkSuffix; }
+inline std::string CheckpointKey(const std::string& tail) { return kCheckpointPrefix + tail; }
+
+}  // namespace chunkstore::internal

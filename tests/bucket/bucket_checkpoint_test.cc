@@ -1,0 +1,245 @@
+// Checkpoints of bucket stores: a new machine starts from the newest one
+// and reads only the records after it; automatic checkpoints keep the log
+// short; a cache that fell two checkpoints behind starts again; a
+// checkpoint cut short before its mark, or damaged, is passed over (and
+// verify says so); signed records cannot be replayed under another key;
+// a key in the log that the store did not write is refused by name.
+//
+// Built into unit_tests and (with CHUNKSTORE_TEST_S3) s3_tests, like
+// bucket_test.cc.
+#include <set>
+
+#include "bucket_fixture.h"
+#include "format/change_set.h"
+
+namespace chunkstore {
+namespace {
+
+using testing::Backend;
+using testing::BucketTest;
+using testing::RandomBytes;
+using testing::ReadObject;
+using testing::SmallChunks;
+
+class BucketCheckpointTest : public BucketTest {
+ protected:
+  Options WithCheckpointsEvery(uint32_t records) {
+    Options o = SmallChunks();
+    o.bucket_checkpoint_records = records;
+    return o;
+  }
+  // Publishes n objects named "n<first>"... one per commit.
+  void PublishNamed(Store& s, int first, int n) {
+    for (int i = first; i < first + n; ++i) {
+      const auto d = RandomBytes(3000 + static_cast<size_t>(i), 500 + static_cast<uint64_t>(i));
+      ASSERT_TRUE(s.PublishBytes(d.data(), d.size(), "n" + std::to_string(i)).ok());
+    }
+  }
+  void ExpectNamed(Store& s, int n) {
+    auto listed = s.List();
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    EXPECT_EQ(listed->size(), static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      auto got = ReadObject(s, "n" + std::to_string(i));
+      ASSERT_TRUE(got.ok()) << "n" << i << ": " << got.status().ToString();
+      EXPECT_EQ(*got, RandomBytes(3000 + static_cast<size_t>(i), 500 + static_cast<uint64_t>(i)));
+    }
+  }
+  std::vector<std::string> Keys(const std::string& prefix) {
+    auto l = backend_->List(prefix);
+    EXPECT_TRUE(l.ok());
+    std::vector<std::string> keys;
+    if (l.ok())
+      for (const auto& b : *l) keys.push_back(b.key);
+    return keys;
+  }
+  // A gc with something to do, so that it writes a checkpoint.
+  void GcAfterRemoving(Store& s, const std::string& name) {
+    const auto d = RandomBytes(5000, std::hash<std::string>{}(name));
+    ASSERT_TRUE(s.PublishBytes(d.data(), d.size(), name).ok());
+    ASSERT_TRUE(s.RemoveName(name).ok());
+    auto gc = s.Gc(testing::GcNow());
+    ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+    ASSERT_GT(gc->objects_removed, 0u);
+  }
+};
+
+TEST_P(BucketCheckpointTest, ANewMachineReadsTheNewestCheckpointAndOnlyTheRecordsAfterIt) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
+  ASSERT_TRUE(a);
+  PublishNamed(*a, 0, 6);
+  GcAfterRemoving(*a, "gone");
+  ASSERT_EQ(Keys("checkpoints/").size(), 1u);
+  PublishNamed(*a, 6, 2);
+  faulty_->ForgetGets();
+  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(0));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(faulty_->gets("checkpoints/"), 1);
+  EXPECT_EQ(faulty_->gets("log/"), 2) << "only the two records after the checkpoint";
+  ExpectNamed(*b, 8);
+  auto v = b->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->problems.empty()) << v->problems[0].kind << ": " << v->problems[0].message;
+  // Both machines go on writing; each sees the other's changes.
+  PublishNamed(*b, 8, 1);
+  ASSERT_TRUE(a->Refresh().ok());
+  ExpectNamed(*a, 9);
+}
+
+TEST_P(BucketCheckpointTest, AutomaticCheckpointsKeepTheLogShort) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(4));
+  ASSERT_TRUE(a);
+  PublishNamed(*a, 0, 25);
+  const auto checkpoints = Keys("checkpoints/");
+  EXPECT_GE(checkpoints.size(), 1u);
+  EXPECT_LE(checkpoints.size(), 2u) << "older checkpoints are dropped";
+  // What is left: the records since the second-newest checkpoint (at most
+  // about two intervals of them) and their marks.
+  EXPECT_LE(Keys("log/").size(), 12u);
+  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(4));
+  ASSERT_TRUE(b);
+  ExpectNamed(*b, 25);
+  Options rebuild = WithCheckpointsEvery(4);
+  rebuild.rebuild_index = true;
+  auto c = OpenMachine(dir_ / "a-again", rebuild);
+  ASSERT_TRUE(c);
+  ExpectNamed(*c, 25);
+}
+
+TEST_P(BucketCheckpointTest, ACacheTwoCheckpointsBehindStartsAgainFromTheNewest) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(3));
+  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(3));
+  ASSERT_TRUE(a && b);
+  PublishNamed(*a, 0, 2);
+  ASSERT_TRUE(b->Refresh().ok());
+  ExpectNamed(*b, 2);
+  // b sleeps while a writes enough for several checkpoints, and the
+  // records b has not read are deleted under it.
+  PublishNamed(*a, 2, 14);
+  ASSERT_GE(Keys("checkpoints/").size(), 2u);
+  ASSERT_TRUE(b->Refresh().ok());
+  ExpectNamed(*b, 16);
+  PublishNamed(*b, 16, 1);
+  ASSERT_TRUE(a->Refresh().ok());
+  ExpectNamed(*a, 17);
+}
+
+TEST_P(BucketCheckpointTest, ACheckpointCutShortBeforeItsMarkIsPassedOver) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
+  ASSERT_TRUE(a);
+  PublishNamed(*a, 0, 3);
+  GcAfterRemoving(*a, "gone1");
+  PublishNamed(*a, 3, 2);
+  GcAfterRemoving(*a, "gone2");
+  PublishNamed(*a, 5, 1);
+  auto checkpoints = Keys("checkpoints/");
+  ASSERT_EQ(checkpoints.size(), 2u);
+  // The newest one's mark never made it: a crash between the two PUTs.
+  const std::string mark = "log/" + checkpoints.back().substr(12) + "-checkpoint";
+  ASSERT_TRUE(backend_->Delete(mark).ok());
+  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(0));
+  ASSERT_TRUE(b);
+  ExpectNamed(*b, 6);
+  auto v = b->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt()) << "a checkpoint cut short loses nothing";
+}
+
+TEST_P(BucketCheckpointTest, ADamagedCheckpointFallsBackToTheOneBeforeAndVerifySaysSo) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
+  ASSERT_TRUE(a);
+  PublishNamed(*a, 0, 3);
+  GcAfterRemoving(*a, "gone1");
+  PublishNamed(*a, 3, 2);
+  GcAfterRemoving(*a, "gone2");
+  PublishNamed(*a, 5, 1);
+  auto checkpoints = Keys("checkpoints/");
+  ASSERT_EQ(checkpoints.size(), 2u);
+  auto bytes = backend_->Get(checkpoints.back());
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[bytes->size() / 2] ^= 0x10;
+  ASSERT_TRUE(backend_->Put(checkpoints.back(), bytes->data(), bytes->size()).ok());
+  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(0));
+  ASSERT_TRUE(b);
+  ExpectNamed(*b, 6);
+  auto v = b->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->corrupt());
+  bool named = false;
+  for (const auto& p : v->problems) named |= p.message.find(checkpoints.back()) != std::string::npos;
+  EXPECT_TRUE(named) << "verify names the damaged checkpoint";
+  // Both damaged: the log they cover is gone, and that is an error, not a
+  // store with fewer objects.
+  auto older = backend_->Get(checkpoints.front());
+  ASSERT_TRUE(older.ok());
+  (*older)[older->size() / 2] ^= 0x10;
+  ASSERT_TRUE(backend_->Put(checkpoints.front(), older->data(), older->size()).ok());
+  Options o = WithCheckpointsEvery(0);
+  o.blob_store = faulty_.get();
+  auto c = Store::Open(dir_ / "c", o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(c.status().IsCorruption()) << c.status().ToString();
+}
+
+TEST_P(BucketCheckpointTest, ASignedRecordCopiedToAnotherKeyIsRefused) {
+  Options o = WithCheckpointsEvery(0);
+  o.secret = "correct horse battery staple";
+  auto a = OpenMachine(dir_ / "a", o);
+  ASSERT_TRUE(a);
+  PublishNamed(*a, 0, 1);
+  ASSERT_TRUE(a->RemoveName("n0").ok());
+  // Replaying the signed removal after the name is published again would
+  // remove it again: the signature binds each record to its key.
+  std::string removal;
+  for (const auto& k : Keys("log/")) {
+    auto c = internal::DecodeChangeSet(*backend_->Get(k));
+    if (c.ok() && c->kind == internal::ChangeSet::kRemoveName) removal = k;
+  }
+  ASSERT_FALSE(removal.empty());
+  PublishNamed(*a, 0, 1);
+  auto bytes = backend_->Get(removal);
+  ASSERT_TRUE(bytes.ok());
+  const std::string copy = "log/0000000009-9999999999999-00000000000000ff";
+  ASSERT_TRUE(backend_->Put(copy, bytes->data(), bytes->size()).ok());
+  Options ob = o;
+  ob.blob_store = faulty_.get();
+  auto b = Store::Open(dir_ / "b", ob);
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(b.status().IsCorruption()) << b.status().ToString();
+  EXPECT_NE(b.status().message().find(copy), std::string::npos) << b.status().message();
+  // Checkpoints are signed too: the store's gc writes one its holders read.
+  ASSERT_TRUE(backend_->Delete(copy).ok());
+  GcAfterRemoving(*a, "gone");
+  auto c = Store::Open(dir_ / "c", ob);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ExpectNamed(**c, 1);
+}
+
+TEST_P(BucketCheckpointTest, AKeyInTheLogTheStoreDidNotWriteIsRefusedByName) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
+  ASSERT_TRUE(a);
+  PublishNamed(*a, 0, 1);
+  for (const std::string key : {"log/notes.txt", "log/0000000000-0000000000000-Z0000000000000ff",
+                                "checkpoints/latest"}) {
+    ASSERT_TRUE(backend_->Put(key, "x", 1).ok());
+    Options o = WithCheckpointsEvery(0);
+    o.blob_store = faulty_.get();
+    auto b = Store::Open(dir_ / ("b" + std::to_string(key.size())), o);
+    ASSERT_FALSE(b.ok()) << key;
+    EXPECT_TRUE(b.status().IsCorruption()) << key << ": " << b.status().ToString();
+    EXPECT_NE(b.status().message().find(key), std::string::npos) << b.status().message();
+    ASSERT_TRUE(backend_->Delete(key).ok());
+  }
+}
+
+#ifdef CHUNKSTORE_TEST_S3
+INSTANTIATE_TEST_SUITE_P(S3, BucketCheckpointTest, ::testing::Values(Backend::kS3));
+#else
+INSTANTIATE_TEST_SUITE_P(Local, BucketCheckpointTest, ::testing::Values(Backend::kMemory, Backend::kDirectory),
+                         [](const ::testing::TestParamInfo<Backend>& p) {
+                           return p.param == Backend::kMemory ? "Memory" : "Directory";
+                         });
+#endif
+
+}  // namespace
+}  // namespace chunkstore
