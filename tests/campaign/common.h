@@ -11,13 +11,17 @@
 
 namespace campaign {
 
-// Chunk sizes small enough that campaign objects span many chunks.
+// Chunk sizes small enough that campaign objects span many chunks, and a
+// log folded into checkpoints often.
 inline chunkstore::Options CampaignOptions() {
   chunkstore::Options o;
   o.chunking.min_size = 16 << 10;
   o.chunking.avg_size = 64 << 10;
   o.chunking.max_size = 256 << 10;
   o.busy_timeout_ms = 30000;
+  // Checkpoints every few dozen commits, so that kills and concurrent
+  // writers meet them too.
+  o.checkpoint_bytes = 64 << 10;
   return o;
 }
 
@@ -50,6 +54,8 @@ int Crash(int argc, char** argv);
 int CrashChild(const std::string& dir, uint64_t first, uint64_t seed);
 int Corrupt(int argc, char** argv);
 int Concurrency(int argc, char** argv);
+int Checkpoint(int argc, char** argv);
+int CheckpointChild(const std::string& store, const std::string& journal, int kill_at);
 int ConcurrencyChild(const std::string& role, const std::string& dir, int k, double seconds);
 
 }  // namespace campaign

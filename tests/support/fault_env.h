@@ -2,7 +2,8 @@
 // operation (append, sync, truncate, open, rename, dir sync) with EIO or
 // ENOSPC, can make an append short (half written, then failing), can
 // "crash" (fail every operation from the Nth on), and can simulate power
-// loss (DropUnsyncedData) the way a real file system loses it.
+// loss (DropUnsyncedData) the way a real file system loses it, or kill
+// its process with SIGKILL just before the Nth operation (KillAt).
 //
 // The power-loss model follows files, not names. Every file and directory
 // this Env creates or opens is a node with the bytes that are durable (its
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,12 +45,19 @@ class FaultEnv : public EnvWrapper {
     no_space_ = no_space;
     short_write_ = short_write;
     crash_ = false;
+    kill_at_ = 0;
   }
   // Fails the n-th operation and every one after it, as a crashed process
   // would stop doing anything.
   void CrashAt(int n) {
     FailAt(n);
     crash_ = true;
+  }
+  // Kills this process with SIGKILL just before the n-th operation, as
+  // kill -9 would: what it wrote stays in the page cache, nothing after.
+  void KillAt(int n) {
+    FailAt(0);
+    kill_at_ = n;
   }
 
   // Power loss: every file goes back to its durable name (or away, if it
@@ -120,6 +129,7 @@ class FaultEnv : public EnvWrapper {
   // Counts one operation; returns the error when it is the one to fail.
   Status Tick(const std::string& what) {
     const int n = ++count_;
+    if (kill_at_ != 0 && n == kill_at_) ::raise(SIGKILL);
     if (std::getenv("FAULT_TRACE")) std::fprintf(stderr, "op %d: %s%s\n", n, what.c_str(), fail_at_ && n >= fail_at_ ? " FAIL" : "");
     if (fail_at_ != 0 && (n == fail_at_ || (crash_ && n > fail_at_))) {
       fired_ = true;
@@ -273,6 +283,7 @@ class FaultEnv : public EnvWrapper {
 
   std::atomic<int> count_{0};
   int fail_at_ = 0;
+  int kill_at_ = 0;
   bool no_space_ = false;
   bool short_write_ = false;
   bool crash_ = false;

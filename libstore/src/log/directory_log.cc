@@ -265,6 +265,13 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* 
     if (!pos.ok()) return pos.status();
     const uint64_t seq = pos->seq + 1;
     const std::string path = log->SegmentPath(pos->segment);
+    // A segment's name may not be durable yet: a checkpoint that renamed it
+    // into place may have failed (or its process died) before syncing the
+    // directory. A change appended to it is only durable with its name.
+    if (log->options_.sync && log->named_segment_.load() != pos->segment) {
+      CHUNKSTORE_RETURN_IF_ERROR(log->env_->SyncDir(log->dir_).WithContext("cannot sync the store's log directory"));
+      log->named_segment_.store(pos->segment);
+    }
     Result<std::unique_ptr<File>> f = log->env_->OpenFile(path, OpenMode::kAppend);
     if (!f.ok()) return f.status().WithContext("cannot open the store's change log");
     Result<uint64_t> size = (*f)->Size();
@@ -345,7 +352,10 @@ Status DirectoryLog::CheckpointLocked() {
     }
   }
   CHUNKSTORE_RETURN_IF_ERROR(env_->RenameFile(fresh, path));
-  if (options_.sync) CHUNKSTORE_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  if (options_.sync) {
+    CHUNKSTORE_RETURN_IF_ERROR(env_->SyncDir(dir_));
+    named_segment_.store(seq);
+  }
   {
     auto db = index_->Lock();
     Result<Position> live = IndexPosition(*db);

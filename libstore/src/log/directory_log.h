@@ -16,6 +16,7 @@
 // are deleted once it is durable.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -92,6 +93,9 @@ class DirectoryLog final : public ChangeLog {
   std::string index_path_;
   DirectoryLogOptions options_;
   bool read_only_;
+  // The segment whose name this process has made durable (synced the log
+  // directory after it appeared); 0: none yet.
+  std::atomic<uint64_t> named_segment_{0};
 };
 
 }  // namespace chunkstore::internal
