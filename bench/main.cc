@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   app.add_option("--only", config.only, "Run only operations whose name matches REGEX");
   app.add_option("--json", json_path, "Write the report as JSON to FILE");
   app.add_option("--compare", compare_path, "Compare with an earlier JSON report");
+  app.add_option("--rebuild-objects", w.rebuild_objects, "Objects in the index-rebuild store (default 100000)");
   app.add_option("--s3", w.s3_url, "Also measure a bucket store under this s3://BUCKET/PREFIX");
   app.add_option("--memory-sizes", memory_text, "Payload sizes for the memory runs (default 256,256MiB,1GiB)");
   CLI11_PARSE(app, argc, argv);
@@ -185,6 +186,7 @@ int main(int argc, char** argv) {
   bench::RunConcurrentRead(h, w);
   bench::RunCatalog(h, w);
   bench::RunMemory(h, w);
+  bench::RunRebuild(h, w);
   bench::RunS3(h, w);
 
   const std::string report = bench::ToJson(h.results(), Environment(w, config));

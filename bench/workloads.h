@@ -20,6 +20,7 @@ struct Workload {
   std::vector<uint8_t> payload;
   std::vector<uint64_t> memory_sizes = {256, 256ull << 20, 1ull << 30};
   std::string self;           // path of this executable, for child processes
+  uint64_t rebuild_objects = 100000;  // objects of the index-rebuild store
   std::string s3_url;         // s3://BUCKET/PREFIX for the s3-* operations ("" skips them)
 };
 
@@ -46,6 +47,7 @@ void RunConcurrentRead(Harness& h, const Workload& w);
 void RunCatalog(Harness& h, const Workload& w);
 void RunMemory(Harness& h, const Workload& w);
 void RunS3(Harness& h, const Workload& w);
+void RunRebuild(Harness& h, const Workload& w);
 
 // The child side of RunMemory: prepare, publish and verify a file of the
 // given size in a fresh store under dir; returns the exit code.

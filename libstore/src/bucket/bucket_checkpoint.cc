@@ -178,12 +178,14 @@ Status BucketLog::Rebuild() {
   {
     Index::OpenOptions o;
     o.create = &meta_;
+    o.bulk_load = true;
     Result<std::unique_ptr<Index>> made = Index::Open(fresh, o);
     if (!made.ok()) return made.status();
     CHUNKSTORE_RETURN_IF_ERROR((*made)->PrepareBucketCache());
     CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("bucket_store_id", store_id));
     std::lock_guard<std::mutex> refresh(refresh_mu_);
     CHUNKSTORE_RETURN_IF_ERROR(Bootstrap(made->get(), nullptr));
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->FinishBulkLoad());
   }
   index_->Reset(nullptr);
   for (const char* suffix : {"-wal", "-shm", "-journal"}) env_->RemoveFile(live + suffix);

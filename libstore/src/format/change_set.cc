@@ -44,7 +44,7 @@ class Out {
 
 class In {
  public:
-  In(const std::string& s, size_t end) : s_(s), end_(end) {}
+  In(std::string_view s, size_t end) : s_(s), end_(end) {}
   bool ok() const { return ok_; }
   uint64_t Le(int n) {
     if (!Need(n)) return 0;
@@ -66,7 +66,7 @@ class In {
   }
   std::string Take(size_t n) {
     if (!Need(n)) return {};
-    std::string v = s_.substr(pos_, n);
+    std::string v(s_.substr(pos_, n));
     pos_ += n;
     return v;
   }
@@ -85,7 +85,7 @@ class In {
     if (!ok_ || end_ - pos_ < n) ok_ = false;
     return ok_;
   }
-  const std::string& s_;
+  std::string_view s_;
   size_t end_;
   size_t pos_ = 0;
   bool ok_ = true;
@@ -176,7 +176,7 @@ std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret, const
   return std::move(o.str());
 }
 
-Result<ChangeSet> DecodeChangeSet(const std::string& s, const std::string& secret, const std::string& bound_to) {
+Result<ChangeSet> DecodeChangeSet(std::string_view s, const std::string& secret, const std::string& bound_to) {
   const bool v1 = s.size() >= 8 && std::memcmp(s.data(), kMagicV1, 8) == 0;
   const bool v2 = s.size() >= 8 && std::memcmp(s.data(), kMagicV2, 8) == 0;
   if (!v1 && !v2) return Status::Corruption("not a chunkstore change set");

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chunkstore/status.h"
@@ -83,7 +84,7 @@ std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret = {}, 
 // of format 1 (which carry no name versions). With a secret, a change set
 // without a valid HMAC under it for bound_to is Corruption; without one,
 // the HMAC is not checked (the xxHash64 check always is).
-Result<ChangeSet> DecodeChangeSet(const std::string& bytes, const std::string& secret = {},
+Result<ChangeSet> DecodeChangeSet(std::string_view bytes, const std::string& secret = {},
                                   const std::string& bound_to = {});
 
 const char* ChangeKindName(ChangeSet::Kind kind);

@@ -128,8 +128,12 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOp
   }
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
   sqlite3_extended_result_codes(db, 1);
+  if (options.bulk_load && !memory) {
+    CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA journal_mode=OFF"));
+    CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA cache_size=-65536"));  // 64 MiB
+  }
   if (options.create) {
-    if (!memory) CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA journal_mode=WAL"));
+    if (!memory && !options.bulk_load) CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA journal_mode=WAL"));
     CHUNKSTORE_RETURN_IF_ERROR(index->CreateSchema(*options.create));
   }
   CHUNKSTORE_RETURN_IF_ERROR(index->LoadMeta());
@@ -141,11 +145,24 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOp
                  nullptr, nullptr, nullptr);
     // In WAL mode FULL syncs the log at every commit; NORMAL may lose the
     // last commits on power loss, which the change log gives back.
-    CHUNKSTORE_RETURN_IF_ERROR(
-        index->Exec(options.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+    CHUNKSTORE_RETURN_IF_ERROR(index->Exec(options.bulk_load  ? "PRAGMA synchronous=OFF"
+                                           : options.durable ? "PRAGMA synchronous=FULL"
+                                                             : "PRAGMA synchronous=NORMAL"));
   }
   CHUNKSTORE_RETURN_IF_ERROR(index->Prepare());
   return index;
+}
+
+Status Index::FinishBulkLoad() {
+  // journal_mode=DELETE with synchronous=FULL makes SQLite sync the file
+  // at the next commit; the empty transaction below is that commit. Then
+  // the index takes up its write-ahead log as every index does.
+  CHUNKSTORE_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=DELETE"));
+  CHUNKSTORE_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
+  CHUNKSTORE_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE; UPDATE meta SET value = value WHERE key = 'format'; COMMIT"));
+  CHUNKSTORE_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
+  CHUNKSTORE_RETURN_IF_ERROR(Exec("PRAGMA cache_size=-2000"));
+  return Exec("PRAGMA synchronous=NORMAL");
 }
 
 Status Index::CreateSchema(const StoreMeta& meta) {

@@ -75,10 +75,18 @@ class Index {
     // Never write: the store is on read-only media, or the caller only
     // reads. The index is opened immutable (no locks, no WAL changes).
     bool read_only = false;
+    // A new index built aside (a rebuild) in one pass: no rollback journal,
+    // no syncs and a large page cache while it fills. FinishBulkLoad makes
+    // it an ordinary index, synced; until then a crash leaves a file that
+    // must be thrown away.
+    bool bulk_load = false;
   };
   // path ":memory:" gives a private in-memory database (in-memory stores,
   // and the scratch index gc and verify replay the log into).
   static Result<std::unique_ptr<Index>> Open(const std::string& path, const OpenOptions& options);
+  // Ends a bulk load: the file gets its write-ahead log back and is synced
+  // to disk (outside any transaction).
+  Status FinishBulkLoad();
   ~Index();
   Index(const Index&) = delete;
   Index& operator=(const Index&) = delete;

@@ -413,10 +413,13 @@ Status DirectoryLog::RebuildInto(const StoreMeta& meta) {
   const std::string fresh = live + ".rebuild";
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env_->RemoveFile(fresh + suffix);
   {
-    Result<std::unique_ptr<Index>> made = Index::Open(fresh, o);
+    Index::OpenOptions bulk = o;
+    bulk.bulk_load = true;
+    Result<std::unique_ptr<Index>> made = Index::Open(fresh, bulk);
     if (!made.ok()) return made.status();
     CHUNKSTORE_RETURN_IF_ERROR(ReplayLocked(**made, nullptr));
     CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("store_id", store_id_));
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->FinishBulkLoad());
   }
   // The old index's write-ahead log must not meet the new file.
   index_->Reset(nullptr);

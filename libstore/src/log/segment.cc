@@ -92,8 +92,9 @@ Result<SegmentScan> ScanSegment(const File& file, const std::string& name, uint6
   uint64_t pos = from_offset ? from_offset : kSegmentHeaderSize;
   uint64_t expect = from_offset ? next_seq : scan.first_seq;
   if (pos > scan.size) return Status::Corruption("log segment " + name + " is shorter than the index says it was");
-  std::string data(scan.size - pos, '\0');
-  CHUNKSTORE_RETURN_IF_ERROR(file.ReadAt(pos, data.size(), data.data(), &got));
+  scan.bytes.assign(scan.size - pos, '\0');
+  const std::string_view data(scan.bytes.data(), scan.bytes.size());
+  CHUNKSTORE_RETURN_IF_ERROR(file.ReadAt(pos, scan.bytes.size(), scan.bytes.data(), &got));
   if (got != data.size()) return Status::IOError("log segment " + name + " changed while it was read");
   size_t at = 0;
   auto damaged = [&](const std::string& what) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chunkstore/env.h"
@@ -37,11 +38,16 @@ struct Frame {
   uint64_t seq = 0;
   uint64_t offset = 0;  // of the frame header
   uint64_t end = 0;     // just past the payload
-  std::string payload;
+  std::string_view payload;  // into SegmentScan::bytes
 };
 
 struct SegmentScan {
+  SegmentScan() = default;
+  SegmentScan(SegmentScan&&) = default;  // frames keep pointing into bytes
+  SegmentScan& operator=(SegmentScan&&) = default;
+  SegmentScan(const SegmentScan&) = delete;
   uint64_t first_seq = 0;
+  std::vector<char> bytes;       // what was read of the file (a move keeps it in place)
   std::string store_id;          // hex, from the header
   std::vector<Frame> frames;     // every sound frame, in order
   // The first unsound frame: "" when the segment ends cleanly. Frames
