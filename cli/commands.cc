@@ -153,9 +153,11 @@ Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool crea
   if (!secret.ok()) return secret.status();
   o.secret = *secret;
   auto store = chunkstore::Store::Open(StoreDir(g), o);
-  // What the open noticed and mended is worth a line, but never stdout's.
+  // What the open noticed and mended is worth a line, but never stdout's;
+  // a rebuild asked for says so itself.
   if (store.ok() && !g.quiet)
-    for (const std::string& n : (*store)->notices()) std::cerr << "chunkstore: note: " << n << "\n";
+    for (const std::string& n : (*store)->notices())
+      if (!rebuild || n.rfind("rebuilt the index", 0) != 0) std::cerr << "chunkstore: note: " << n << "\n";
   return store;
 }
 

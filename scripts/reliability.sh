@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the full reliability campaigns and regenerates docs/reliability.md:
 # crash (1,000 SIGKILLs), corruption (1,000 damaged stores), concurrency
-# (11 processes for 60 s), bad input (every case in the table) and fuzzing
+# (11 processes for 60 s), checkpoint (SIGKILL before every file operation
+# of a checkpointing commit), bad input (every case in the table) and fuzzing
 # (each libFuzzer target for a minute), and every mutant of
 # scripts/mutants.txt. Figures are saved as JSON in
 # docs/measurements/reliability-DATE/ (mutants: docs/measurements/mutants-DATE.json).
@@ -22,6 +23,7 @@ if [ $quick = 1 ]; then kills=50; trials=100; secs=10; fuzz=10; else kills=1000;
 "$torture" crash --kills $kills --seed 1 --dir "$scratch/crash" --json "$out/crash.json"
 "$torture" corrupt --trials $trials --seed 1 --dir "$scratch/corrupt" --json "$out/corrupt.json"
 "$torture" concurrency --seconds $secs --dir "$scratch/concurrency" --json "$out/concurrency.json"
+"$torture" checkpoint --dir "$scratch/checkpoint" --json "$out/checkpoint.json"
 python3 scripts/bad_input.py build-release/cli/chunkstore "$out/bad-input.json"
 scripts/fuzz.sh $fuzz "$out/fuzz.json"
 if [ $quick = 1 ]; then

@@ -30,6 +30,7 @@ def main():
     rel = os.path.relpath(folder, os.path.join(ROOT, "docs"))
     crash, corrupt = load(folder, "crash.json"), load(folder, "corrupt.json")
     conc, bad, fuzz = load(folder, "concurrency.json"), load(folder, "bad-input.json"), load(folder, "fuzz.json")
+    ckpt = load(folder, "checkpoint.json")
     parts = [f"""# Reliability
 
 What chunkstore survives, measured by campaigns anyone can rerun with
@@ -45,8 +46,10 @@ All pack, spill and lock-file I/O goes through `Env` (`libstore/include/chunksto
 The tests wrap it (`tests/support/fault_env.h`) to fail the N-th write, fsync,
 truncate, create, rename or directory sync with EIO or ENOSPC, or to make a
 write short (half written, then failing). For every N across a publish
-(`FaultTest.*`), a gc (`GcTest.FailureAtEveryStepLosesNothingAndARerunFinishes`)
-and batch publishes, the tests check: the failing call returns a clear
+(`FaultTest.*`), a gc (`GcTest.FailureAtEveryStepLosesNothingAndARerunFinishes`),
+batch publishes and a publish whose commit writes a checkpoint of the change
+log (`Checkpoint.AFailureAtEveryPointOfACheckpointingPublishLosesNothing`),
+the tests check: the failing call returns a clear
 error; every object committed before still verifies and reads back; nothing
 half-published is visible; a retry succeeds.
 
@@ -58,13 +61,48 @@ under its old name, or drops it); a removed or replaced file whose removal
 was not made durable comes back; a new directory vanishes unless its
 parent was fsynced. `PowerLoss.*` loses power after every publish of a
 run, after a crash at every point of a publish, after a publish that
-appends to a pack another handle created, after a gc compaction, and after
-a crash at every point of a gc; each time everything acknowledged must
-read back and verify. SQLite's
+appends to a pack another handle created, after a gc compaction, after
+a crash at every point of a gc, and after a crash at every point of a
+commit that writes a checkpoint (and a publish after it); each time
+everything acknowledged must read back and verify, and an index rebuilt
+from the log must agree. SQLite's
 own files are reached through a VFS shim (`tests/support/sqlite_fault_vfs.h`) that
 fails the N-th write, sync or truncate of the index with an I/O error or
-"disk full" (`SqliteFaults.*`), with the same checks, including a retry on
-the same store handle.
+"disk full" (`SqliteFaults.*`,
+`Checkpoint.AnIndexWriteFailureAtEveryPointOfACheckpointingPublishLosesNothing`),
+with the same checks, including a retry on the same store handle.
+
+The index is a cache of the packs and the change log, and the tests treat
+it as one (`RecoveryTest.*`): after publishes, tags, removals and a gc, the
+index is deleted, truncated, given a zeroed page, or loses its `-wal` (or
+half of it); every time the store says so (or catches up, for the lost
+`-wal`), verify never says "ok" on the damaged index, and `index rebuild`
+gives the same listing, history, stats and bytes of every object. After
+the index is lost, `publish` and `init` refuse the directory and nothing
+in `packs/` changes; pack names `../x`, `/abs` and `pack-zz.pack` in the
+index or in the log are corruption errors that touch no file outside the
+store. A chunk list forged so that every check on it holds (chunks
+swapped, chain states and check recomputed) makes `cat` exit 4 before
+the last byte, `cat -o` leave no file and `verify` exit 4 naming the
+object (`Cli.AForgedChunkListMakesCatAndVerifyExitFourNamingTheObject`);
+on a bucket store with a secret, a forged record and a signed record
+copied to another key are refused (`BucketTest.AStoreSecretRefusesForgedChanges`,
+`BucketCheckpointTest.ASignedRecordCopiedToAnotherKeyIsRefused`).
+""")
+    if ckpt:
+        parts.append(f"""## Checkpoint campaign
+
+`chunkstore-torture checkpoint`: a store whose next commit writes a
+checkpoint of its change log; for every file operation of that commit and
+the one after it, a fresh copy gets a child process that publishes into it
+and is killed with SIGKILL just before that operation. After each kill the
+store is reopened and checked: every publish the child acknowledged is
+there byte-exact, nothing else appeared, verify is clean, the log takes
+another commit, and an index rebuilt from the log shows the same.
+
+| steps killed at | lost | appeared unpublished | wrong bytes | verify failures | log refused a commit |
+|---:|---:|---:|---:|---:|---:|
+| {n(ckpt['kills'])} of {n(ckpt['steps'])} | {n(ckpt['lost'])} | {n(ckpt['phantom'])} | {n(ckpt['wrong_bytes'])} | {n(ckpt['verify_failed'])} | {n(ckpt['stuck'])} |
 """)
     if crash:
         parts.append(f"""## Crash campaign
@@ -88,7 +126,8 @@ one whose publish had started.
 A store of 17 objects (random ones sharing chunks, and compressible text)
 is damaged once per trial, then restored: bytes flipped or zeroed (1–16) or
 the file truncated, in the pack file (at record headers, payloads, the pack
-header, or anywhere) or in the SQLite index. Each trial runs `verify` and
+header, or anywhere), in the SQLite index, in the newest segment of the
+change log, or in the config. Each trial runs `verify` and
 reads every object, comparing bytes.
 
 | corruptions | detected | undetected and harmless | refused at open | reads | wrong bytes returned | objects failing that do not hold the damaged chunk |

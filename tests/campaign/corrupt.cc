@@ -1,4 +1,5 @@
-// The corruption campaign: damage pack files and the index in many ways
+// The corruption campaign: damage pack files, the index, the change log
+// and the config in many ways
 // (flip, zero, truncate; at record headers, payloads, pack headers, and
 // random places) and check that verify notices, that no read ever returns
 // wrong bytes, and that damage to one chunk affects only the objects that
@@ -72,8 +73,14 @@ int Corrupt(int argc, char** argv) {
   }
   for (auto& e : fs::directory_iterator(store_dir + "/packs")) pack_name = e.path().filename();
   const std::string pack = store_dir + "/packs/" + pack_name, index = store_dir + "/index.db";
+  const std::string config = store_dir + "/config";
+  std::string segment;  // the newest segment of the change log
+  for (auto& e : fs::directory_iterator(store_dir + "/log"))
+    if (e.path().extension() == ".log" && e.path().string() > segment) segment = e.path().string();
+  if (segment.empty()) Die("the store has no log segment");
   // Checkpointed index: all of it in index.db, none in the WAL.
   const auto pack_orig = Slurp(pack), index_orig = Slurp(index);
+  const auto segment_orig = Slurp(segment), config_orig = Slurp(config);
   // Record offsets of each chunk (from the pack, walking records).
   std::vector<std::pair<uint64_t, uint64_t>> records;  // offset, length incl. header
   for (uint64_t off = 16; off + 64 <= pack_orig.size();) {
@@ -99,9 +106,14 @@ int Corrupt(int argc, char** argv) {
   for (int t = 0; t < trials; ++t) {
     Spit(pack, pack_orig);
     Spit(index, index_orig);
+    Spit(segment, segment_orig);
+    Spit(config, config_orig);
     fs::remove(index + "-wal");
-    const bool on_index = rng() % 10 < 3;
-    auto data = on_index ? index_orig : pack_orig;
+    // Packs most, then the index, the change log and the config.
+    const int pick = static_cast<int>(rng() % 20);
+    const std::string target = pick < 11 ? "pack" : pick < 16 ? "index" : pick < 19 ? "log" : "config";
+    const bool on_index = target != "pack";  // not a pack: no record offsets to aim at
+    auto data = target == "pack" ? pack_orig : target == "index" ? index_orig : target == "log" ? segment_orig : config_orig;
     const int mode = static_cast<int>(rng() % 3);  // flip, zero, truncate
     const int place = static_cast<int>(rng() % 4);  // header, payload, file header, random
     uint64_t at = rng() % data.size();
@@ -117,7 +129,7 @@ int Corrupt(int argc, char** argv) {
         if (at >= rec.first && at < rec.first + rec.second) hit_chunk = chunk_at[rec.first];
     }
     const size_t len = 1 + rng() % 16;
-    std::string kind = std::string(on_index ? "index" : "pack") + "-" +
+    std::string kind = target + "-" +
                        (mode == 0 ? "flip" : mode == 1 ? "zero" : "truncate");
     bool changed = false;
     if (mode == 2) {
@@ -133,7 +145,7 @@ int Corrupt(int argc, char** argv) {
       }
     }
     if (!changed) continue;  // zeroing zeros: nothing to detect
-    Spit(on_index ? index : pack, data);
+    Spit(target == "pack" ? pack : target == "index" ? index : target == "log" ? segment : config, data);
     ++tried;
     by_kind[kind] += 1;
     chunkstore::Options o = CampaignOptions();

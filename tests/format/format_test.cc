@@ -1,6 +1,7 @@
 // Pack record framing, manifests and compression: round trips and every
 // kind of damage the decoders must refuse without reading out of bounds.
 #include "format/compress.h"
+#include "format/config.h"
 #include "format/manifest.h"
 #include "format/pack_format.h"
 #include "test_util.h"
@@ -193,3 +194,48 @@ TEST(Compress, DamagedStreamIsCorruption) {
 
 }  // namespace
 }  // namespace chunkstore::internal
+
+namespace chunkstore {
+namespace {
+
+internal::StoreConfig SampleConfig(bool bucket) {
+  internal::StoreConfig c;
+  c.bucket = bucket;
+  c.format = bucket ? internal::kBucketFormat : internal::kDirectoryFormat;
+  c.id = "0123456789abcdef0123456789abcdef";
+  c.meta.chunking.min_size = 1024;
+  c.meta.chunking.avg_size = 4096;
+  c.meta.chunking.max_size = 16384;
+  c.meta.compression = false;
+  c.meta.inline_max = 100;
+  return c;
+}
+
+TEST(StoreConfig, RoundTripsAndEveryDamagedByteIsRefused) {
+  for (bool bucket : {false, true}) {
+    const std::string text = internal::EncodeConfig(SampleConfig(bucket));
+    auto back = internal::DecodeConfig(text, "config");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->id, SampleConfig(bucket).id);
+    EXPECT_EQ(back->meta.chunking.avg_size, 4096u);
+    EXPECT_FALSE(back->meta.compression);
+    EXPECT_EQ(back->meta.inline_max, 100u);
+    EXPECT_EQ(back->bucket, bucket);
+    // A changed digit still parses as a number; the check catches it.
+    for (size_t i = 0; i < text.size(); ++i) {
+      std::string bad = text;
+      bad[i] ^= 0x01;
+      EXPECT_FALSE(internal::DecodeConfig(bad, "config").ok()) << "byte " << i << " of " << text;
+    }
+    EXPECT_FALSE(internal::DecodeConfig(text + "compression zlib\n", "config").ok()) << "a line after the check";
+    const std::string no_check = text.substr(0, text.find("check "));
+    EXPECT_TRUE(internal::DecodeConfig(no_check, "config").status().IsCorruption());
+  }
+  // A newer format is refused as such, not as damage.
+  internal::StoreConfig newer = SampleConfig(false);
+  newer.format = internal::kDirectoryFormat + 1;
+  EXPECT_TRUE(internal::DecodeConfig(internal::EncodeConfig(newer), "config").status().IsUnsupported());
+}
+
+}  // namespace
+}  // namespace chunkstore

@@ -1,6 +1,7 @@
 // Store configs (config.h): encoding and a strict decoder.
 #include "format/config.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "hash/digest.h"
@@ -26,6 +27,11 @@ std::string EncodeConfig(const StoreConfig& c) {
   s += std::string("compression ") + (c.meta.compression ? "zlib" : "none") + "\n";
   if (!c.bucket || c.format >= 2) s += "inline_max " + std::to_string(c.meta.inline_max) + "\n";
   if (!c.secret_check.empty()) s += "secret_check " + c.secret_check + "\n";
+  if (!c.bucket || c.format >= 2) {
+    char check[32];
+    std::snprintf(check, sizeof check, "%016llx", static_cast<unsigned long long>(XxHash64(s.data(), s.size())));
+    s += std::string("check ") + check + "\n";
+  }
   return s;
 }
 
@@ -36,7 +42,7 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
   if (head == kBucketHeader) c.bucket = true;
   else if (head != kDirectoryHeader)
     return Status::InvalidArgument(where + " is not a chunkstore store's config");
-  bool have_min = false, have_avg = false, have_max = false;
+  bool have_min = false, have_avg = false, have_max = false, have_check = false;
   for (size_t pos = nl == std::string::npos ? text.size() : nl + 1; pos < text.size();) {
     const size_t end = text.find('\n', pos);
     const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
@@ -45,6 +51,7 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
     const size_t sp = line.find(' ');
     if (sp == std::string::npos) return Status::Corruption(where + " has a malformed line");
     const std::string k = line.substr(0, sp), v = line.substr(sp + 1);
+    if (have_check && k != "hmac") return Status::Corruption(where + " has lines after its check");
     char* rest = nullptr;
     const unsigned long long n = std::strtoull(v.c_str(), &rest, 10);
     const bool numeric = !v.empty() && rest && *rest == '\0' && n <= 0xffffffffull;
@@ -81,6 +88,15 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
       c.meta.inline_max = static_cast<uint32_t>(n);
     } else if (k == "secret_check") {
       c.secret_check = v;
+    } else if (k == "check") {
+      // Everything before this line; what follows it (a bucket's hmac) is
+      // not covered.
+      const size_t line_start = pos - line.size() - (end == std::string::npos ? 0 : 1);
+      char want[32];
+      std::snprintf(want, sizeof want, "%016llx",
+                    static_cast<unsigned long long>(XxHash64(text.data(), line_start)));
+      if (v != want) return Status::Corruption(where + " fails its check (damaged)");
+      have_check = true;
     }
     // Other keys are left to newer versions, which bump the format for
     // anything an older reader must not ignore.
@@ -91,6 +107,7 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
                                std::to_string(c.format) + "; this chunkstore reads formats up to " +
                                std::to_string(newest));
   if (c.id.empty()) return Status::Corruption(where + " has no store id");
+  if (!have_check && (!c.bucket || c.format >= 2)) return Status::Corruption(where + " has no check line (damaged)");
   if (!have_min || !have_avg || !have_max) return Status::Corruption(where + " lacks the chunk sizes");
   CHUNKSTORE_RETURN_IF_ERROR(c.meta.chunking.Validate().WithContext(where));
   return c;

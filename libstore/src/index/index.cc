@@ -153,6 +153,8 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOp
   return index;
 }
 
+const char* Index::LibraryVersion() { return sqlite3_libversion(); }
+
 Status Index::FinishBulkLoad() {
   // journal_mode=DELETE with synchronous=FULL makes SQLite sync the file
   // at the next commit; the empty transaction below is that commit. Then

@@ -33,7 +33,7 @@ namespace chunkstore::internal {
 // Schema versions: 1 and 2 were stores whose index was their only record
 // of objects and names (2 with inline objects); 3 is the index of a store
 // with a change log. A version-3 index caches the log; its meta table
-// records how far (log_seq and friends, see docs/format.md).
+// records how far (log_position, see docs/format.md).
 constexpr int kSchemaVersion = 3;
 constexpr int kLastLoglessVersion = 2;
 // Objects of at least this size are indexed by size (objects_by_size); the
@@ -84,6 +84,8 @@ class Index {
   // path ":memory:" gives a private in-memory database (in-memory stores,
   // and the scratch index gc and verify replay the log into).
   static Result<std::unique_ptr<Index>> Open(const std::string& path, const OpenOptions& options);
+  // The SQLite library's version ("3.40.1").
+  static const char* LibraryVersion();
   // Ends a bulk load: the file gets its write-ahead log back and is synced
   // to disk (outside any transaction).
   Status FinishBulkLoad();

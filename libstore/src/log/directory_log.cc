@@ -98,23 +98,28 @@ Result<std::vector<uint64_t>> DirectoryLog::Segments() {
 
 // ---- positions -----------------------------------------------------------
 
+// One meta row, "log_position": "<seq> <segment> <offset> <base>" (none
+// yet: nothing applied).
 Result<DirectoryLog::Position> DirectoryLog::IndexPosition(Index& index) {
   Position p;
-  uint64_t* fields[] = {&p.seq, &p.segment, &p.offset, &p.base};
-  const char* keys[] = {"log_seq", "log_segment", "log_offset", "log_base"};
-  for (int i = 0; i < 4; ++i) {
-    Result<std::string> v = index.GetMeta(keys[i]);
-    if (!v.ok()) return v.status();
-    *fields[i] = v->empty() ? 0 : std::strtoull(v->c_str(), nullptr, 10);
-  }
+  Result<std::string> v = index.GetMeta("log_position");
+  if (!v.ok()) return v.status();
+  if (v->empty()) return p;
+  unsigned long long f[4];
+  char tail = 0;
+  if (std::sscanf(v->c_str(), "%llu %llu %llu %llu%c", &f[0], &f[1], &f[2], &f[3], &tail) != 4 ||
+      v->find_first_not_of("0123456789 ") != std::string::npos)
+    return Status::Corruption("the index's log position '" + v->substr(0, 80) + "' is malformed; run index rebuild");
+  p.seq = f[0];
+  p.segment = f[1];
+  p.offset = f[2];
+  p.base = f[3];
   return p;
 }
 
 Status DirectoryLog::RecordPosition(Index& index, uint64_t seq, uint64_t segment, uint64_t offset, uint64_t base) {
-  CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta("log_seq", std::to_string(seq)));
-  CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta("log_segment", std::to_string(segment)));
-  CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta("log_offset", std::to_string(offset)));
-  return index.SetMeta("log_base", std::to_string(base));
+  return index.SetMeta("log_position", std::to_string(seq) + " " + std::to_string(segment) + " " +
+                                           std::to_string(offset) + " " + std::to_string(base));
 }
 
 Result<uint64_t> DirectoryLog::UnappliedBytes() {
@@ -217,6 +222,14 @@ Status DirectoryLog::ReplayLocked(Index& into, std::vector<std::string>* problem
 
 Status DirectoryLog::CatchUpLocked() {
   auto db = index_->Lock();
+  // The usual case, in two stats: the index has applied its segment to its
+  // end, and no checkpoint started a segment after it.
+  Result<Position> pos = IndexPosition(*db);
+  if (!pos.ok()) return pos.status();
+  if (pos->seq > 0) {
+    Result<FileInfo> info = env_->GetFileInfo(SegmentPath(pos->segment));
+    if (info.ok() && info->size == pos->offset && !env_->FileExists(SegmentPath(pos->seq + 1))) return Status::OK();
+  }
   return ReplayLocked(*db, nullptr);
 }
 
@@ -272,8 +285,17 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* 
       CHUNKSTORE_RETURN_IF_ERROR(log->env_->SyncDir(log->dir_).WithContext("cannot sync the store's log directory"));
       log->named_segment_.store(pos->segment);
     }
-    Result<std::unique_ptr<File>> f = log->env_->OpenFile(path, OpenMode::kAppend);
-    if (!f.ok()) return f.status().WithContext("cannot open the store's change log");
+    // The segment stays open between commits (appends go to its end,
+    // whoever wrote last); a checkpoint moves commits to a new one.
+    std::lock_guard<std::mutex> open(log->append_mu_);
+    if (!log->append_ || log->append_segment_ != pos->segment) {
+      log->append_.reset();
+      Result<std::unique_ptr<File>> opened = log->env_->OpenFile(path, OpenMode::kAppend);
+      if (!opened.ok()) return opened.status().WithContext("cannot open the store's change log");
+      log->append_ = std::move(*opened);
+      log->append_segment_ = pos->segment;
+    }
+    std::unique_ptr<File>* f = &log->append_;
     Result<uint64_t> size = (*f)->Size();
     if (!size.ok()) return size.status();
     // Past what the index has applied (after catching up) is only the

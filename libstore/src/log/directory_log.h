@@ -5,8 +5,8 @@
 // exclusive lock on log/LOCK, brings the index up to date with the log,
 // appends its change as the next frame of the newest segment and fsyncs it
 // (the change is now made), then applies it to the index in one transaction
-// that also records how far the index has got (log_seq, log_segment,
-// log_offset in its meta table), and lets the lock go. The index is
+// that also records how far the index has got (log_position in its meta
+// table), and lets the lock go. The index is
 // therefore never ahead of the log, and at most a crash's worth behind it;
 // whoever takes the lock next, or opens the store, applies what it lacks.
 // Every frame is applied under the lock, so none is applied twice.
@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "chunkstore/env.h"
@@ -96,6 +97,10 @@ class DirectoryLog final : public ChangeLog {
   // The segment whose name this process has made durable (synced the log
   // directory after it appeared); 0: none yet.
   std::atomic<uint64_t> named_segment_{0};
+  // The segment commits append to, kept open (append_mu_ guards both).
+  std::mutex append_mu_;
+  std::unique_ptr<File> append_;
+  uint64_t append_segment_ = 0;
 };
 
 }  // namespace chunkstore::internal

@@ -57,11 +57,15 @@ Status CreateIndexFile(Env* env, const std::string& dir, const StoreMeta& meta, 
   const std::string path = dir + "/" + kIndexFile, fresh = path + ".new";
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) env->RemoveFile(fresh + suffix);
   {
+    // Filled without a journal and synced once, as a rebuild is: until it
+    // is renamed into place the file is nobody's.
     Index::OpenOptions o;
     o.create = &meta;
+    o.bulk_load = true;
     Result<std::unique_ptr<Index>> made = Index::Open(fresh, o);
     if (!made.ok()) return made.status();
     CHUNKSTORE_RETURN_IF_ERROR((*made)->SetMeta("store_id", store_id));
+    CHUNKSTORE_RETURN_IF_ERROR((*made)->FinishBulkLoad());
   }
   CHUNKSTORE_RETURN_IF_ERROR(env->RenameFile(fresh, path));
   return sync ? env->SyncDir(dir) : Status::OK();

@@ -2,7 +2,6 @@
 #include "chunkstore/version.h"
 
 #include <openssl/crypto.h>
-#include <sqlite3.h>
 #include <xxhash.h>
 #include <zlib.h>
 
@@ -20,7 +19,7 @@ int SchemaVersion() { return internal::kSchemaVersion; }
 
 std::string DependencyVersions() {
   const unsigned xxh = XXH_versionNumber();
-  return std::string("SQLite ") + sqlite3_libversion() + ", " + OpenSSL_version(OPENSSL_VERSION) +
+  return std::string("SQLite ") + internal::Index::LibraryVersion() + ", " + OpenSSL_version(OPENSSL_VERSION) +
          ", zlib " + zlibVersion() + ", xxHash " + std::to_string(xxh / 10000) + "." +
          std::to_string(xxh / 100 % 100) + "." + std::to_string(xxh % 100);
 }
