@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include <sys/resource.h>
@@ -108,48 +109,40 @@ std::string FormatRow(const Result& r) {
 }
 
 std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
+  return nlohmann::ordered_json(s).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string JsonNumber(double v) {
-  char buf[64];
-  if (v != 0 && (std::fabs(v) < 0.001)) std::snprintf(buf, sizeof buf, "%.6g", v);
-  else std::snprintf(buf, sizeof buf, "%.4f", v);
-  std::string s = buf;
-  if (s.find('.') != std::string::npos && s.find('e') == std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
+  // Four decimals are more than any timing here resolves; tiny values
+  // (rates of errors, fractions) keep six significant digits.
+  if (!std::isfinite(v)) return "null";
+  double shown = std::round(v * 1e4) / 1e4;
+  if (v != 0 && std::fabs(v) < 0.001) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    shown = std::strtod(buf, nullptr);
   }
-  return s;
+  return nlohmann::ordered_json(shown).dump();
 }
 
 std::string ToJson(const std::vector<Result>& results, const std::string& environment_json) {
-  std::string out = "{\n  \"environment\": " + environment_json + ",\n  \"results\": [\n";
+  using Json = nlohmann::ordered_json;
+  // One result a line, so that reports diff well.
+  std::string out = "{\n  \"environment\": " + Json::parse(environment_json).dump() + ",\n  \"results\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    out += "    {\"name\": " + JsonString(r.name) + ", \"inside\": " + JsonString(r.inside) +
-           ", \"samples_ms\": [";
-    for (size_t k = 0; k < r.samples_ms.size(); ++k)
-      out += (k ? ", " : "") + JsonNumber(r.samples_ms[k]);
-    out += "], \"median_ms\": " + JsonNumber(r.median_ms) + ", \"min_ms\": " + JsonNumber(r.min_ms) +
-           ", \"max_ms\": " + JsonNumber(r.max_ms);
-    if (r.unit == Unit::kMiBps) out += ", \"mib_per_s\": " + JsonNumber(r.rate);
-    if (r.unit == Unit::kObjectsPerSecond) out += ", \"objects_per_s\": " + JsonNumber(r.rate);
-    for (const auto& [k, v] : r.extra) out += ", " + JsonString(k) + ": " + v;
-    out += i + 1 < results.size() ? "},\n" : "}\n";
+    Json j;
+    j["name"] = r.name;
+    j["inside"] = r.inside;
+    j["samples_ms"] = Json::array();
+    for (double ms : r.samples_ms) j["samples_ms"].push_back(Json::parse(JsonNumber(ms)));
+    j["median_ms"] = Json::parse(JsonNumber(r.median_ms));
+    j["min_ms"] = Json::parse(JsonNumber(r.min_ms));
+    j["max_ms"] = Json::parse(JsonNumber(r.max_ms));
+    if (r.unit == Unit::kMiBps) j["mib_per_s"] = Json::parse(JsonNumber(r.rate));
+    if (r.unit == Unit::kObjectsPerSecond) j["objects_per_s"] = Json::parse(JsonNumber(r.rate));
+    for (const auto& [k, v] : r.extra) j[k] = Json::parse(v);
+    out += "    " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + (i + 1 < results.size() ? ",\n" : "\n");
   }
   return out + "  ]\n}\n";
 }

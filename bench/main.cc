@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -14,7 +15,6 @@
 
 #include "chunkstore/version.h"
 #include "harness.h"
-#include "json_lite.h"
 #include "workloads.h"
 
 namespace fs = std::filesystem;
@@ -40,7 +40,6 @@ std::string CpuModel() {
 }
 
 std::string Environment(const bench::Workload& w, const bench::Config& c) {
-  using bench::JsonString;
   struct utsname u {};
   ::uname(&u);
   char date[64];
@@ -50,19 +49,23 @@ std::string Environment(const bench::Workload& w, const bench::Config& c) {
   const std::string dirty =
       ReadCommand("git -C " CHUNKSTORE_SOURCE_DIR
                   " status --porcelain --untracked-files=no -- . ':!docs/measurements' 2>/dev/null");
-  std::ostringstream o;
-  o << "{\"cpu\": " << JsonString(CpuModel()) << ", \"cores\": " << std::thread::hardware_concurrency()
-    << ", \"kernel\": " << JsonString(std::string(u.sysname) + " " + u.release)
-    << ", \"compiler\": " << JsonString("g++ " __VERSION__)
-    << ", \"build_type\": " << JsonString(CHUNKSTORE_BUILD_TYPE)
-    << ", \"flags\": " << JsonString(CHUNKSTORE_CXX_FLAGS)
-    << ", \"git_commit\": " << JsonString(commit + (dirty.empty() ? "" : "+dirty"))
-    << ", \"chunkstore\": " << JsonString(chunkstore::Version())
-    << ", \"libraries\": " << JsonString(chunkstore::DependencyVersions())
-    << ", \"date\": " << JsonString(date) << ", \"size_bytes\": " << w.size << ", \"seed\": " << w.seed
-    << ", \"warmups\": " << c.warmups << ", \"samples\": " << c.samples
-    << ", \"scratch_dir\": " << JsonString(w.dir) << "}";
-  return o.str();
+  nlohmann::ordered_json e;
+  e["cpu"] = CpuModel();
+  e["cores"] = std::thread::hardware_concurrency();
+  e["kernel"] = std::string(u.sysname) + " " + u.release;
+  e["compiler"] = "g++ " __VERSION__;
+  e["build_type"] = CHUNKSTORE_BUILD_TYPE;
+  e["flags"] = CHUNKSTORE_CXX_FLAGS;
+  e["git_commit"] = commit + (dirty.empty() ? "" : "+dirty");
+  e["chunkstore"] = chunkstore::Version();
+  e["libraries"] = chunkstore::DependencyVersions();
+  e["date"] = date;
+  e["size_bytes"] = w.size;
+  e["seed"] = w.seed;
+  e["warmups"] = c.warmups;
+  e["samples"] = c.samples;
+  e["scratch_dir"] = w.dir;
+  return e.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 bool ParseSize(const std::string& text, uint64_t* out) {
@@ -95,19 +98,20 @@ int Compare(const std::string& old_path, const std::vector<bench::Result>& now) 
   }
   std::stringstream ss;
   ss << f.rdbuf();
-  chunkstore::jsonlite::JsonValue old;
+  nlohmann::json old;
   try {
-    old = chunkstore::jsonlite::ParseJson(ss.str());
+    old = nlohmann::json::parse(ss.str());
+    if (!old["results"].is_array()) throw std::runtime_error("it has no results");
   } catch (const std::exception& e) {
     std::cerr << "chunkstore-bench: " << old_path << " is not a report: " << e.what() << "\n";
     return 1;
   }
   std::cout << "\ncompared with " << old_path << ":\n";
   for (const auto& r : now) {
-    for (const auto& o : old["results"].arr) {
-      if (o["name"].str != r.name) continue;
-      const double before = o["median_ms"].num;
-      const double spread = (r.max_ms - r.min_ms) + (o["max_ms"].num - o["min_ms"].num);
+    for (const auto& o : old["results"]) {
+      if (o.value("name", "") != r.name) continue;
+      const double before = o.value("median_ms", 0.0);
+      const double spread = (r.max_ms - r.min_ms) + (o.value("max_ms", 0.0) - o.value("min_ms", 0.0));
       const double change = r.median_ms - before;
       char line[200];
       std::snprintf(line, sizeof line, "  %-28s %10.3f -> %10.3f ms  (%+.1f%%)%s", r.name.c_str(), before,

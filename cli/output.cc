@@ -1,9 +1,13 @@
 // Output helpers (see output.h).
 #include "output.h"
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace cli {
 
@@ -50,82 +54,53 @@ static std::string FormatTime(int64_t t, const char* fmt) {
 std::string HumanTime(int64_t t) { return FormatTime(t, "%Y-%m-%d %H:%M:%S UTC"); }
 std::string IsoTime(int64_t t) { return FormatTime(t, "%Y-%m-%dT%H:%M:%SZ"); }
 
-void Json::Sep() {
-  if (need_comma_) out_ += ',';
-  need_comma_ = true;
-}
-Json& Json::BeginObject() {
-  Sep();
-  out_ += '{';
-  need_comma_ = false;
-  return *this;
-}
-Json& Json::EndObject() {
-  out_ += '}';
-  need_comma_ = true;
-  return *this;
-}
-Json& Json::BeginArray() {
-  Sep();
-  out_ += '[';
-  need_comma_ = false;
-  return *this;
-}
-Json& Json::EndArray() {
-  out_ += ']';
-  need_comma_ = true;
-  return *this;
-}
-Json& Json::Key(const std::string& k) {
-  Str(k);
-  out_ += ':';
-  need_comma_ = false;
-  return *this;
-}
-Json& Json::Str(const std::string& v) {
-  Sep();
-  out_ += '"';
-  for (unsigned char c : v) {
-    switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\t': out_ += "\\t"; break;
-      case '\r': out_ += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out_ += buf;
-        } else {
-          out_ += static_cast<char>(c);
-        }
-    }
+struct Json::Impl {
+  using Value = nlohmann::ordered_json;
+  struct Open {
+    Value value;
+    std::string key;  // under which it goes into its parent
+  };
+  std::vector<Open> open;
+  std::string key;
+  Value root;
+
+  Json& Put(Json& self, Value v) {
+    if (open.empty()) root = std::move(v);
+    else if (open.back().value.is_object()) open.back().value[key] = std::move(v);
+    else open.back().value.push_back(std::move(v));
+    key.clear();
+    return self;
   }
-  out_ += '"';
+  Json& Begin(Json& self, Value v) {
+    open.push_back({std::move(v), std::move(key)});
+    key.clear();
+    return self;
+  }
+  Json& End(Json& self) {
+    Open o = std::move(open.back());
+    open.pop_back();
+    key = std::move(o.key);
+    return Put(self, std::move(o.value));
+  }
+};
+
+Json::Json() : impl_(std::make_unique<Impl>()) {}
+Json::~Json() = default;
+Json& Json::BeginObject() { return impl_->Begin(*this, Impl::Value::object()); }
+Json& Json::EndObject() { return impl_->End(*this); }
+Json& Json::BeginArray() { return impl_->Begin(*this, Impl::Value::array()); }
+Json& Json::EndArray() { return impl_->End(*this); }
+Json& Json::Key(const std::string& k) {
+  impl_->key = k;
   return *this;
 }
-Json& Json::Num(uint64_t v) {
-  Sep();
-  out_ += std::to_string(v);
-  return *this;
-}
-Json& Json::Int(int64_t v) {
-  Sep();
-  out_ += std::to_string(v);
-  return *this;
-}
-Json& Json::Real(double v) {
-  Sep();
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", v);
-  out_ += buf;
-  return *this;
-}
-Json& Json::Bool(bool v) {
-  Sep();
-  out_ += v ? "true" : "false";
-  return *this;
+Json& Json::Str(const std::string& v) { return impl_->Put(*this, v); }
+Json& Json::Num(uint64_t v) { return impl_->Put(*this, v); }
+Json& Json::Int(int64_t v) { return impl_->Put(*this, v); }
+Json& Json::Real(double v) { return impl_->Put(*this, std::round(v * 1e4) / 1e4); }
+Json& Json::Bool(bool v) { return impl_->Put(*this, v); }
+std::string Json::str() const {
+  return impl_->root.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace cli

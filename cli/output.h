@@ -1,8 +1,9 @@
 // Output helpers for the chunkstore command: exit codes, error lines,
-// human-readable sizes and times, and a minimal JSON writer.
+// human-readable sizes and times, and a JSON builder.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "chunkstore/status.h"
@@ -25,10 +26,13 @@ std::string HumanTime(int64_t unix_seconds);
 // "2026-11-30T11:22:33Z".
 std::string IsoTime(int64_t unix_seconds);
 
-// Builds one JSON value. Keys and values are appended in call order; the
-// writer inserts commas. Strings are escaped (control characters as \u00XX).
+// Builds one JSON value (with nlohmann::json, which escapes strings and
+// formats numbers). Keys and values are added in call order and keep it.
+// Bytes that are not UTF-8 (a file name) come out as U+FFFD.
 class Json {
  public:
+  Json();
+  ~Json();
   Json& BeginObject();
   Json& EndObject();
   Json& BeginArray();
@@ -37,14 +41,14 @@ class Json {
   Json& Str(const std::string& v);
   Json& Num(uint64_t v);
   Json& Int(int64_t v);
-  Json& Real(double v);
+  Json& Real(double v);  // rounded to 4 decimals
   Json& Bool(bool v);
-  const std::string& str() const { return out_; }
+  // The value built so far, on one line.
+  std::string str() const;
 
  private:
-  void Sep();
-  std::string out_;
-  bool need_comma_ = false;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace cli

@@ -5,6 +5,8 @@
 # the working tree (into build-release). Sets rev to BASE_REV's short id.
 # The worktree is removed on exit, after running the command in
 # ab_cleanup, if the caller set one.
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 ab_build_both() {
   local name=$1 base=$2 out=$3 target=$4 pair
   rev=$(git rev-parse --short "$base")
@@ -13,7 +15,6 @@ ab_build_both() {
   trap 'git worktree remove --force "$ab_tree" >/dev/null 2>&1 || true; eval "${ab_cleanup:-}"' EXIT
   echo "$name: building base $rev and the working tree" >&2
   for pair in "$ab_tree:$out/build-base" ".:build-release"; do
-    cmake -S "${pair%%:*}" -B "${pair#*:}" -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=OFF >/dev/null
-    cmake --build "${pair#*:}" -j"$(nproc)" --target "$target" >/dev/null
+    release_build "${pair%%:*}" "${pair#*:}" "$target"
   done
 }

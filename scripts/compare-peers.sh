@@ -5,7 +5,7 @@
 # Usage: scripts/compare-peers.sh [--rounds N] [--size-mib N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+source scripts/lib/common.sh
 missing=()
 for p in restic borgbackup casync time; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,7 +14,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=OFF >/dev/null
-cmake --build build-release -j"$(nproc)" --target chunkstore
+release_tools chunkstore
 python3 scripts/compare_peers.py --chunkstore build-release/cli/chunkstore "$@"
 python3 scripts/report.py

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev libcurl4-openssl-dev
+  libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev libcurl4-openssl-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3
 )
 # Optional extras for sanitizer/fuzz builds and measurement scripts.

@@ -8,9 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
-scripts/install-deps.sh
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=OFF >/dev/null
-cmake --build build-release -j"$(nproc)" --target chunkstore-bench
+source scripts/lib/common.sh
+release_tools chunkstore-bench
 scripts/s3-test-server.sh start >/dev/null
 trap 'scripts/s3-test-server.sh stop' EXIT
 # shellcheck disable=SC1091

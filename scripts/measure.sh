@@ -10,9 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
-scripts/install-deps.sh
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=OFF >/dev/null
-cmake --build build-release -j"$(nproc)" --target chunkstore chunkstore-bench chunkstore-micro
+source scripts/lib/common.sh
+release_tools chunkstore chunkstore-bench chunkstore-micro
 date=$(date -u +%Y-%m-%d)
 out=docs/measurements
 mkdir -p "$out"

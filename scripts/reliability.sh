@@ -11,9 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
-scripts/install-deps.sh
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=ON >/dev/null
-cmake --build build-release -j"$(nproc)" --target chunkstore chunkstore-torture
+source scripts/lib/common.sh
+release_tools chunkstore chunkstore-torture
 out=docs/measurements/reliability-$(date -u +%Y-%m-%d)
 mkdir -p "$out"
 torture=build-release/tests/chunkstore-torture

@@ -11,8 +11,9 @@
 #include <csignal>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "forge.h"
-#include "json_lite.h"
 #include "test_util.h"
 
 extern char** environ;
@@ -322,14 +323,15 @@ TEST_F(Cli, HelpFitsOneHundredColumnsOnStdout) {
   }
 }
 
-using jsonlite::ParseJson;
+// Throws (failing the test) on output that is not JSON.
+nlohmann::json ParseJson(const std::string& text) { return nlohmann::json::parse(text); }
 
 TEST_F(Cli, InitRecordsParametersAndRefusesTwice) {
   Outcome r = Cs({"init", "--min", "1024", "--avg", "4096", "--max", "16384", "--no-compression", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = ParseJson(r.out);
-  EXPECT_EQ(j["chunk_avg"].u64(), 4096u);
-  EXPECT_FALSE(j["compression"].b);
+  EXPECT_EQ(j["chunk_avg"].get<uint64_t>(), 4096u);
+  EXPECT_FALSE(j["compression"].get<bool>());
   r = Cs({"init"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("already a chunkstore store"), std::string::npos);
@@ -338,7 +340,7 @@ TEST_F(Cli, InitRecordsParametersAndRefusesTwice) {
   const std::string f = Write("f", data);
   r = Cs({"publish", "--json", f});
   ASSERT_EQ(r.code, 0);
-  EXPECT_GT(ParseJson(r.out)["published"][0]["chunks"].u64(), 5u);
+  EXPECT_GT(ParseJson(r.out)["published"][0]["chunks"].get<uint64_t>(), 5u);
   r = Cs({"init", "--avg", "100"});
   EXPECT_EQ(r.code, 2);
 }
@@ -348,15 +350,15 @@ TEST_F(Cli, InitInlineMaxDecidesWhereSmallFilesLive) {
   EXPECT_FALSE(std::filesystem::exists(store() + "/index.db"));
   Outcome r = Cs({"init", "--inline-max", "0", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(ParseJson(r.out)["inline_max"].u64(), 0u);
+  EXPECT_EQ(ParseJson(r.out)["inline_max"].get<uint64_t>(), 0u);
   const auto small = RandomBytes(300, 3);
   const std::string f = Write("small", small);
   r = Cs({"publish", "--json", "--name", "s", f});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(ParseJson(r.out)["published"][0]["chunks"].u64(), 1u);
+  EXPECT_EQ(ParseJson(r.out)["published"][0]["chunks"].get<uint64_t>(), 1u);
   r = Cs({"stat", "--json", "s"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_FALSE(ParseJson(r.out)["inline"].b);
+  EXPECT_FALSE(ParseJson(r.out)["inline"].get<bool>());
   // The default: a small file lives in the index, and cat verifies it.
   std::filesystem::remove_all(store());
   r = Cs({"init"});
@@ -370,7 +372,7 @@ TEST_F(Cli, InitInlineMaxDecidesWhereSmallFilesLive) {
   ASSERT_EQ(r.code, 0);
   EXPECT_TRUE(r.out == std::string(small.begin(), small.end()));
   r = Cs({"stats", "--json"});
-  EXPECT_EQ(ParseJson(r.out)["inline_objects"].u64(), 1u);
+  EXPECT_EQ(ParseJson(r.out)["inline_objects"].get<uint64_t>(), 1u);
   EXPECT_TRUE(std::filesystem::is_empty(store() + "/packs"));
   EXPECT_EQ(Cs({"verify"}).code, 0);
   EXPECT_FALSE(id.empty());
@@ -383,10 +385,10 @@ TEST_F(Cli, PublishDirectoryWithNamePrefixInOneTransaction) {
   Outcome r = Cs({"publish", "--json", "--name-prefix", "proj", dir_ / "tree"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = ParseJson(r.out);
-  ASSERT_EQ(j["published"].arr.size(), 2u);
-  EXPECT_EQ(j["published"][0]["name"].str, "proj/a.txt");
-  EXPECT_EQ(j["published"][1]["name"].str, "proj/sub/b.txt");
-  EXPECT_EQ(j["published"][1]["size"].u64(), 4u);
+  ASSERT_EQ(j["published"].size(), 2u);
+  EXPECT_EQ(j["published"][0]["name"].get<std::string>(), "proj/a.txt");
+  EXPECT_EQ(j["published"][1]["name"].get<std::string>(), "proj/sub/b.txt");
+  EXPECT_EQ(j["published"][1]["size"].get<uint64_t>(), 4u);
   EXPECT_EQ(Cs({"cat", "proj/sub/b.txt"}).out, "beta");
   r = Cs({"ls", "proj/"});
   ASSERT_EQ(r.code, 0);
@@ -395,7 +397,7 @@ TEST_F(Cli, PublishDirectoryWithNamePrefixInOneTransaction) {
   // A bad input anywhere publishes nothing.
   r = Cs({"publish", "--name-prefix", "p2", dir_ / "tree", dir_ / "missing"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_TRUE(ParseJson(Cs({"ls", "--json", "p2/"}).out)["names"].arr.empty());
+  EXPECT_TRUE(ParseJson(Cs({"ls", "--json", "p2/"}).out)["names"].empty());
 }
 
 TEST_F(Cli, StatLogTagRmAndJson) {
@@ -408,19 +410,19 @@ TEST_F(Cli, StatLogTagRmAndJson) {
   EXPECT_EQ(r.out.rfind("doc@2  ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find(id1), std::string::npos);
   auto log = ParseJson(Cs({"log", "--json", "doc"}).out);
-  ASSERT_EQ(log["versions"].arr.size(), 2u);
-  EXPECT_EQ(log["versions"][0]["id"].str, id2);
-  EXPECT_EQ(log["versions"][1]["version"].u64(), 1u);
+  ASSERT_EQ(log["versions"].size(), 2u);
+  EXPECT_EQ(log["versions"][0]["id"].get<std::string>(), id2);
+  EXPECT_EQ(log["versions"][1]["version"].get<uint64_t>(), 1u);
   EXPECT_EQ(Cs({"cat", "doc@1"}).out.size(), 5000u);
 
   r = Cs({"tag", "--json", id1, "doc"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(ParseJson(r.out)["version"].u64(), 3u);
+  EXPECT_EQ(ParseJson(r.out)["version"].get<uint64_t>(), 3u);
   auto st = ParseJson(Cs({"stat", "--json", "doc"}).out);
-  EXPECT_EQ(st["id"].str, id1);
-  EXPECT_EQ(st["size"].u64(), 5000u);
-  EXPECT_EQ(st["names"][0].str, "doc");
-  EXPECT_GE(st["stored_bytes"].u64(), 5000u);
+  EXPECT_EQ(st["id"].get<std::string>(), id1);
+  EXPECT_EQ(st["size"].get<uint64_t>(), 5000u);
+  EXPECT_EQ(st["names"][0].get<std::string>(), "doc");
+  EXPECT_GE(st["stored_bytes"].get<uint64_t>(), 5000u);
   r = Cs({"stat", "doc"});
   EXPECT_NE(r.out.find("size:        4.88 KiB (5000 bytes)"), std::string::npos) << r.out;
 
@@ -430,11 +432,11 @@ TEST_F(Cli, StatLogTagRmAndJson) {
   EXPECT_EQ(Cs({"rm"}).code, 2);
   r = Cs({"rm", "--json", "doc"});
   ASSERT_EQ(r.code, 0);
-  EXPECT_EQ(ParseJson(r.out)["removed"][0].str, "doc");
+  EXPECT_EQ(ParseJson(r.out)["removed"][0].get<std::string>(), "doc");
   EXPECT_EQ(Cs({"log", "doc"}).code, 3);
   auto ls = ParseJson(Cs({"ls", "--all", "--json"}).out);
-  EXPECT_TRUE(ls["names"].arr.empty());
-  EXPECT_EQ(ls["unnamed"].arr.size(), 2u);
+  EXPECT_TRUE(ls["names"].empty());
+  EXPECT_EQ(ls["unnamed"].size(), 2u);
   EXPECT_EQ(Cs({"rm", "--object", id1}).code, 0);
   EXPECT_EQ(Cs({"cat", id1}).code, 3);
 }
@@ -448,15 +450,15 @@ TEST_F(Cli, GcAfterRmShrinksTheStoreAndTheRestReadsBack) {
   auto before = ParseJson(Cs({"stats", "--json"}).out);
   ASSERT_EQ(Cs({"rm", "f0", "f1", "f2"}).code, 0);
   auto dry = ParseJson(Cs({"gc", "--dry-run", "--json"}).out);
-  EXPECT_TRUE(dry["dry_run"].b);
-  EXPECT_GT(dry["bytes_reclaimed"].u64(), 8u << 20);
+  EXPECT_TRUE(dry["dry_run"].get<bool>());
+  EXPECT_GT(dry["bytes_reclaimed"].get<uint64_t>(), 8u << 20);
   Outcome r = Cs({"gc", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto gc = ParseJson(r.out);
-  EXPECT_EQ(gc["objects_removed"].u64(), 3u);
+  EXPECT_EQ(gc["objects_removed"].get<uint64_t>(), 3u);
   auto after = ParseJson(Cs({"stats", "--json"}).out);
-  EXPECT_LT(after["pack_bytes"].u64(), before["pack_bytes"].u64() / 3);
-  EXPECT_EQ(after["garbage_bytes"].u64(), 0u);
+  EXPECT_LT(after["pack_bytes"].get<uint64_t>(), before["pack_bytes"].get<uint64_t>() / 3);
+  EXPECT_EQ(after["garbage_bytes"].get<uint64_t>(), 0u);
   EXPECT_EQ(Cs({"cat", "f3"}).out, std::string(data[3].begin(), data[3].end()));
   r = Cs({"verify"});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
@@ -494,8 +496,8 @@ TEST_F(Cli, GcKilledMidRunThenRerun) {
   r = Cs({"verify"});
   EXPECT_EQ(r.code, 0) << r.out;
   auto st = ParseJson(Cs({"stats", "--json"}).out);
-  EXPECT_EQ(st["garbage_bytes"].u64(), 0u);
-  EXPECT_EQ(st["objects"].u64(), 6u);
+  EXPECT_EQ(st["garbage_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(st["objects"].get<uint64_t>(), 6u);
 }
 
 TEST_F(Cli, VerifyOfACorruptedStoreExitsFourNamingTheChunk) {
@@ -517,8 +519,8 @@ TEST_F(Cli, VerifyOfACorruptedStoreExitsFourNamingTheChunk) {
   r = Cs({"verify", "--quick", "--json", "x"});
   EXPECT_EQ(r.code, 4);
   auto j = ParseJson(r.out);
-  EXPECT_FALSE(j["ok"].b);
-  EXPECT_EQ(j["problems"][0]["chunk"].str, first_chunk_id);
+  EXPECT_FALSE(j["ok"].get<bool>());
+  EXPECT_EQ(j["problems"][0]["chunk"].get<std::string>(), first_chunk_id);
   EXPECT_EQ(Cs({"cat", "x", "-o", dir_ / "out"}).code, 4);
 }
 

@@ -297,6 +297,22 @@ class IndexHandle {
     std::lock_guard<std::mutex> l(mu_);
     index_ = std::move(index);
   }
+  // An empty in-memory index with this one's store meta, ready for a
+  // bucket's log too: what replays of the log fill (gc's truth, verify,
+  // checkpoints).
+  Result<std::unique_ptr<Index>> NewScratch() {
+    StoreMeta meta;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (index_) meta = index_->meta();
+    }
+    Index::OpenOptions o;
+    o.create = &meta;
+    Result<std::unique_ptr<Index>> scratch = Index::Open(":memory:", o);
+    if (scratch.ok()) CHUNKSTORE_RETURN_IF_ERROR((*scratch)->PrepareBucketCache());
+    return scratch;
+  }
+
  private:
   std::mutex mu_;
   std::unique_ptr<Index> index_;

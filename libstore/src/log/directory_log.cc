@@ -338,14 +338,7 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* 
 // ---- checkpoints and rebuilds --------------------------------------------
 
 Status DirectoryLog::CheckpointLocked() {
-  StoreMeta meta;
-  {
-    auto db = index_->Lock();
-    meta = db->meta();
-  }
-  Index::OpenOptions o;
-  o.create = &meta;
-  Result<std::unique_ptr<Index>> scratch = Index::Open(":memory:", o);
+  Result<std::unique_ptr<Index>> scratch = index_->NewScratch();
   if (!scratch.ok()) return scratch.status();
   CHUNKSTORE_RETURN_IF_ERROR(ReplayLocked(**scratch, nullptr));
   Result<Position> truth = IndexPosition(**scratch);
@@ -472,14 +465,7 @@ Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
   if (!lock.ok()) return lock.status();
   std::unique_ptr<Index> scratch;
   if (!truth) {
-    StoreMeta meta;
-    {
-      auto db = index_->Lock();
-      meta = db->meta();
-    }
-    Index::OpenOptions o;
-    o.create = &meta;
-    Result<std::unique_ptr<Index>> made = Index::Open(":memory:", o);
+    Result<std::unique_ptr<Index>> made = index_->NewScratch();
     if (!made.ok()) return made.status();
     scratch = std::move(*made);
     truth = scratch.get();

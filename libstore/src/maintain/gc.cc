@@ -134,14 +134,7 @@ Result<GcReport> Collector::Run() {
   }
   // Idle writers of this process hold pack locks; let gc have them.
   t_.packs->DropIdleWriters();
-  StoreMeta meta;
-  {
-    auto db = t_.index->Lock();
-    meta = db->meta();
-  }
-  Index::OpenOptions io;
-  io.create = &meta;
-  Result<std::unique_ptr<Index>> truth = Index::Open(":memory:", io);
+  Result<std::unique_ptr<Index>> truth = t_.index->NewScratch();
   if (!truth.ok()) return truth.status();
   truth_ = std::move(*truth);
 
@@ -167,7 +160,6 @@ Result<GcReport> Collector::Run() {
 
   if (o_.dry_run) {
     // Nothing is held or changed: a replay into the scratch is the truth.
-    CHUNKSTORE_RETURN_IF_ERROR(truth_->PrepareBucketCache());
     Result<std::vector<ChangeLog::Problem>> damage = t_.log->Check(truth_.get());
     if (!damage.ok()) return damage.status();
     for (const auto& p : *damage)
@@ -186,7 +178,6 @@ Result<GcReport> Collector::Run() {
     return report_;
   }
 
-  CHUNKSTORE_RETURN_IF_ERROR(truth_->PrepareBucketCache());
   if (t_.log->gc_holds_throughout()) {
     Result<std::unique_ptr<ChangeLog::Held>> h = t_.log->Hold(true, 0);
     if (!h.ok()) return h.status();

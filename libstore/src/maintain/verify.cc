@@ -58,16 +58,8 @@ Status Verifier::CheckIndexAndLog() {
     if (!sqlite.ok()) return sqlite.status();
     for (const std::string& p : *sqlite) Problem("index-damaged", "", "", "", 0, "the index database: " + p);
   }
-  StoreMeta meta;
-  {
-    auto db = t_.index->Lock();
-    meta = db->meta();
-  }
-  Index::OpenOptions io;
-  io.create = &meta;
-  Result<std::unique_ptr<Index>> truth = Index::Open(":memory:", io);
+  Result<std::unique_ptr<Index>> truth = t_.index->NewScratch();
   if (!truth.ok()) return truth.status();
-  CHUNKSTORE_RETURN_IF_ERROR((*truth)->PrepareBucketCache());
   Result<std::vector<ChangeLog::Problem>> log = t_.log->Check(truth->get());
   if (!log.ok()) return log.status();
   bool log_sound = true;

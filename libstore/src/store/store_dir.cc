@@ -93,6 +93,14 @@ bool OnlyAnInterruptedCreation(Env* env, const std::string& dir) {
   return c.ok() && c->kind == ChangeSet::kCheckpoint && c->empty();
 }
 
+// The first change of a new store's log: a checkpoint of nothing.
+ChangeSet EmptyCheckpoint() {
+  ChangeSet empty;
+  empty.kind = ChangeSet::kCheckpoint;
+  empty.time = NowSeconds();
+  return empty;
+}
+
 Status RemoveLog(Env* env, const std::string& dir) {
   Result<std::vector<std::string>> logs = env->ListDir(dir + "/" + kLogDir);
   if (!logs.ok()) return Status::OK();
@@ -111,10 +119,7 @@ Status CreateStore(Env* env, const std::string& dir, const StoreMeta& meta, bool
   c.format = kDirectoryFormat;
   c.id = RandomHex(16);
   c.meta = meta;
-  ChangeSet empty;
-  empty.kind = ChangeSet::kCheckpoint;
-  empty.time = NowSeconds();
-  CHUNKSTORE_RETURN_IF_ERROR(DirectoryLog::Create(env, dir, c.id, empty, sync));
+  CHUNKSTORE_RETURN_IF_ERROR(DirectoryLog::Create(env, dir, c.id, EmptyCheckpoint(), sync));
   CHUNKSTORE_RETURN_IF_ERROR(CreateIndexFile(env, dir, meta, c.id, sync));
   return WriteConfigFile(env, dir, c, sync);
 }
@@ -332,10 +337,7 @@ Result<std::shared_ptr<Store::Impl>> OpenMemoryStore(const Options& options) {
   c.format = kDirectoryFormat;
   c.id = RandomHex(16);
   c.meta = meta;
-  ChangeSet empty;
-  empty.kind = ChangeSet::kCheckpoint;
-  empty.time = NowSeconds();
-  CHUNKSTORE_RETURN_IF_ERROR(DirectoryLog::Create(env, impl->root, c.id, empty, false));
+  CHUNKSTORE_RETURN_IF_ERROR(DirectoryLog::Create(env, impl->root, c.id, EmptyCheckpoint(), false));
   CHUNKSTORE_RETURN_IF_ERROR(OpenWithConfig(impl.get(), c, ":memory:", true));
   return impl;
 }

@@ -1,0 +1,20 @@
+# Sourced by the scripts (not run on its own): the one way each kind of
+# tree is configured and built, so that scripts sharing a build directory
+# never reconfigure it with different options.
+#
+# release_build SRC BUILD TARGET...: an optimized build (Release) of the
+# source tree SRC into BUILD, of the given targets only. Tests stay
+# configured (chunkstore-torture is one) but are built only if asked for.
+release_build() {
+  local src=$1 build=$2
+  shift 2
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCHUNKSTORE_BUILD_TESTS=ON >/dev/null
+  cmake --build "$build" -j"$(nproc)" --target "$@" >/dev/null
+}
+
+# release_tools TARGET...: what a measuring script starts with: the Debian
+# packages, then the targets built into build-release.
+release_tools() {
+  scripts/install-deps.sh
+  release_build . build-release "$@"
+}
