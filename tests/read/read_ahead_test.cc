@@ -40,6 +40,10 @@ class WatchedEnv : public EnvWrapper {
   }
   std::atomic<size_t> slow_len{0};
   std::atomic<int> slow_ms{200};
+  // While set, the slow read waits for it to be cleared instead of for
+  // slow_ms (at most a minute): the test decides when it ends, not the
+  // machine's load.
+  std::atomic<bool> hold{false};
 
  private:
   class Watched : public File {
@@ -51,8 +55,13 @@ class WatchedEnv : public EnvWrapper {
         std::lock_guard<std::mutex> l(env_->mu_);
         env_->reads_.insert(off);
       }
-      if (n == env_->slow_len.load())
-        std::this_thread::sleep_for(std::chrono::milliseconds(env_->slow_ms.load()));
+      if (n == env_->slow_len.load()) {
+        if (env_->hold.load()) {
+          for (int i = 0; i < 60000 && env_->hold.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(env_->slow_ms.load()));
+        }
+      }
       return f_->ReadAt(off, n, buf, got);
     }
     Status Sync() override { return f_->Sync(); }
@@ -193,21 +202,43 @@ TEST(ReadAhead, ClosingSkipsTheReadAheadNotYetStarted) {
     }
   }
   env.slow_len = 64 + ca[1].length;
-  // Long enough that b's reader is surely closed before the worker is free,
-  // even on a loaded machine or under a sanitizer.
-  env.slow_ms = 1000;
+  // The worker stays on a's slow chunk until b's reader is closed.
+  env.hold = true;
   env.ForgetReads();
   std::vector<uint8_t> buf(100);
+  // Both readers start at byte 1: not whole reads, so each chunk is proven
+  // alone (a whole read waits for chunk 1's first bytes before it hands
+  // out chunk 0, and chunk 1 is held).
   auto reader_a = std::move(*store->OpenReader(ra->id));
+  ASSERT_TRUE(reader_a->Seek(1).ok());
   ASSERT_TRUE(reader_a->Read(buf.data(), buf.size()).ok());  // a's chunks 1.. go ahead, 1 is slow
+  std::atomic<bool> closing{false};
+  // Closing b marks its tasks dropped and then waits for them, so the held
+  // chunk is let go only after the close has begun.
+  // (A jthread, so a failed assertion above the close still joins it.)
+  std::jthread release([&] {
+    for (int i = 0; i < 60000 && !closing.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    env.hold = false;
+  });
   {
-    // From byte 1: not a whole read of b, so each chunk is proven alone
-    // (a whole read would need chunk 1's first bytes to hand out chunk 0).
     auto reader_b = std::move(*store->OpenReader(rb->id));
     ASSERT_TRUE(reader_b->Seek(1).ok());
     ASSERT_TRUE(reader_b->Read(buf.data(), buf.size()).ok());  // b's go ahead, queued behind a's
     EXPECT_TRUE(std::equal(buf.begin(), buf.end(), b.begin() + 1));
+    closing = true;
   }  // closes while b's read-ahead waits for the worker
+  release.join();
+  // Reading a to its end runs every task queued before a's last ones,
+  // b's among them.
+  std::vector<uint8_t> rest(a.size());
+  size_t done = 1 + buf.size();
+  while (done < a.size()) {
+    auto n = reader_a->Read(rest.data(), rest.size());
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_GT(*n, 0u);
+    done += *n;
+  }
   const auto read = env.ReadOffsets();
   EXPECT_GT(read.count(records[0]), 0u);            // a's chunk 0, read by reader_a
   EXPECT_GT(read.count(records[ca.size()]), 0u);    // b's chunk 0, read by reader_b

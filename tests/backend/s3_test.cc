@@ -1,11 +1,8 @@
-// Known answers and encodings of the bucket layer: AWS Signature Version 4
-// against the examples in AWS's S3 documentation, s3:// URLs.
+// Known answers of the S3 backend: AWS Signature Version 4 against the
+// examples in AWS's S3 documentation, loading libcurl on demand, s3:// URLs.
 #include <gtest/gtest.h>
 
-#include "bucket/bucket.h"
 #include "backend/s3/curl_api.h"
-#include "index/index.h"
-#include "format/manifest.h"
 #include "backend/s3/s3_blob_store.h"
 #include "backend/s3/sigv4.h"
 
