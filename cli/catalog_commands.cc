@@ -20,7 +20,7 @@ void NameJson(Json& j, const chunkstore::NameEntry& e) {
 }  // namespace
 
 int CmdStat(const Globals& g, const std::string& ref) {
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kRead);
   auto info = store.Stat(ref);
   if (!info.ok()) return Fail(info.status());
   if (g.json) {
@@ -50,7 +50,7 @@ int CmdStat(const Globals& g, const std::string& ref) {
 }
 
 int CmdLs(const Globals& g, const std::string& prefix, bool all) {
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kRead);
   auto names = store.List(prefix);
   if (!names.ok()) return Fail(names.status());
   std::vector<chunkstore::ObjectInfo> unnamed;
@@ -84,7 +84,7 @@ int CmdLs(const Globals& g, const std::string& prefix, bool all) {
 }
 
 int CmdLog(const Globals& g, const std::string& name) {
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kRead);
   auto versions = store.History(name);
   if (!versions.ok()) return Fail(versions.status());
   if (g.json) {
@@ -106,7 +106,7 @@ int CmdLog(const Globals& g, const std::string& name) {
 int CmdTag(const Globals& g, const std::string& ref, const std::string& name) {
   Status v = chunkstore::ValidateName(name);
   if (!v.ok()) return Fail(v, kUsage);
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kWrite);
   auto e = store.Tag(ref, name);
   if (!e.ok()) return Fail(e.status());
   if (g.json) {
@@ -122,7 +122,7 @@ int CmdTag(const Globals& g, const std::string& ref, const std::string& name) {
 int CmdRm(const Globals& g, const std::vector<std::string>& names, const std::string& object) {
   if (names.empty() == object.empty())
     return Fail(Status::InvalidArgument("rm takes names, or --object REF, but not both"), kUsage);
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kWrite);
   Json j;
   j.BeginObject().Key("removed").BeginArray();
   if (!object.empty()) {
@@ -132,20 +132,16 @@ int CmdRm(const Globals& g, const std::vector<std::string>& names, const std::st
     if (!s.ok()) return Fail(s);
     j.Str(*id);
   }
-  // Every name is tried; the exit code reports the first failure.
-  int code = kOk;
-  for (const std::string& n : names) {
-    Status s = store.RemoveName(n);
-    if (!s.ok()) {
-      const int c = Fail(s);
-      if (code == kOk) code = c;
-      continue;
-    }
-    j.Str(n);
+  // All the names or none: one change set, refused whole when any name is
+  // unknown.
+  if (!names.empty()) {
+    Status s = store.RemoveNames(names);
+    if (!s.ok()) return Fail(s);
+    for (const std::string& n : names) j.Str(n);
   }
   j.EndArray().EndObject();
   if (g.json) Print(j.str() + "\n");
-  return code;
+  return kOk;
 }
 
 int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_seconds) {
@@ -153,7 +149,7 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
     return Fail(Status::InvalidArgument("--compact-below must be between 0 and 1"), kUsage);
   if (grace_seconds < 0)
     return Fail(Status::InvalidArgument("--orphan-grace cannot be negative"), kUsage);
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kWrite);
   chunkstore::GcOptions o;
   o.dry_run = dry_run;
   o.compact_below = compact_below;
@@ -178,7 +174,7 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
 }
 
 int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick) {
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kRead);
   chunkstore::VerifyOptions o;
   o.refs = refs;
   o.quick = quick;
@@ -203,20 +199,19 @@ int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick
       if (!p.object_id.empty()) out += " object " + p.object_id;
       if (!p.chunk_id.empty()) out += " chunk " + p.chunk_id;
       if (!p.pack.empty()) out += " pack " + p.pack + " offset " + std::to_string(p.offset);
-      out += ": " + p.message + "\n";
+      out += ": " + Printable(p.message) + "\n";
     }
-    if (!g.quiet || corrupt) std::cout << out;
     if (!g.quiet)
-      std::cout << (corrupt ? "DAMAGED: " : "ok: ") << r->objects_checked << " objects, "
-                << r->chunks_checked << " chunks, " << HumanSize(r->bytes_checked) << " checked"
-                << (quick ? " (quick: xxHash64 only)" : "") << "\n";
-    std::cout << std::flush;
+      out += std::string(corrupt ? "DAMAGED: " : "ok: ") + std::to_string(r->objects_checked) + " objects, " +
+             std::to_string(r->chunks_checked) + " chunks, " + HumanSize(r->bytes_checked) + " checked" +
+             (quick ? " (quick: xxHash64 only)" : "") + "\n";
+    if (!g.quiet || corrupt) Print(out);
   }
   return corrupt ? kIntegrity : kOk;
 }
 
 int CmdStats(const Globals& g) {
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kRead);
   auto st = store.Stats();
   if (!st.ok()) return Fail(st.status());
   if (g.json) {
@@ -246,7 +241,7 @@ int CmdStats(const Globals& g) {
 int CmdIndexRebuild(const Globals& g) {
   // The rebuild happens as the store opens: an index too damaged to open
   // is exactly the one to rebuild.
-  auto opened = OpenStore(g, false, true);
+  auto opened = OpenStore(g, Access::kWrite, true);
   if (!opened.ok()) return FailOpen(opened.status());
   chunkstore::Store& store = **opened;
   auto st = store.Stats();

@@ -74,6 +74,125 @@ void ReserveOutput(int fd, uint64_t bytes) {
 #endif
 }
 
+// Where `cat -o FILE` writes. A regular file is written as an unnamed
+// file in FILE's directory (O_TMPFILE) and given its name only when every
+// byte is verified and synced, so a failed or killed read leaves nothing
+// behind, not even a temporary name. Where the file system has no
+// O_TMPFILE, a named temporary file beside FILE is used and removed on
+// failure (a kill can then leave it). A device or FIFO (-o /dev/null) is
+// written in place. Destroying an uncommitted OutputFile discards it.
+class OutputFile {
+ public:
+  OutputFile() = default;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile() {
+    if (fd_ != STDOUT_FILENO && fd_ >= 0) ::close(fd_);
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  }
+
+  // Opens path for writing; store_dir is the store's directory (or its
+  // URL), which FILE may not be inside: writing there could destroy the
+  // store (InvalidArgument).
+  Status Open(const std::string& path, const std::string& store_dir) {
+    path_ = path;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + " is a directory");
+      special_ = true;
+      fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd_ < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+      return Status::OK();
+    }
+    std::error_code ec;
+    const fs::path parent = fs::absolute(fs::path(path), ec).parent_path();
+    const fs::path real_parent = fs::canonical(parent, ec);
+    if (ec) return Status::IOError("cannot write " + path + ": " + ec.message());
+    if (!store_dir.empty() && store_dir.rfind("s3://", 0) != 0) {
+      const fs::path real_store = fs::canonical(store_dir, ec);
+      if (!ec) {
+        const auto rel = real_parent.lexically_relative(real_store);
+        if (!rel.empty() && *rel.begin() != "..")
+          return Status::InvalidArgument("refusing to write " + path + " inside the store directory " + store_dir);
+      }
+    }
+    dir_ = real_parent.string();
+#ifdef O_TMPFILE
+    // linkat through /proc/self/fd: naming an O_TMPFILE file needs no
+    // privilege that way (AT_EMPTY_PATH would).
+    if (::access("/proc/self/fd", X_OK) == 0) {
+      fd_ = ::open(dir_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+      if (fd_ >= 0) return Status::OK();
+    }
+#endif
+    tmp_ = path + ".chunkstore-tmp-XXXXXX";
+    fd_ = ::mkstemp(tmp_.data());
+    if (fd_ < 0) {
+      const int err = errno;
+      tmp_.clear();
+      return Status::IOError("cannot create a file beside " + path + ": " + std::strerror(err));
+    }
+    const mode_t mask = ::umask(0);  // mkstemp makes 0600; give the usual mode
+    ::umask(mask);
+    ::fchmod(fd_, 0666 & ~mask);
+    return Status::OK();
+  }
+
+  int fd() const { return fd_; }
+  bool special() const { return special_; }
+
+  // Makes the written bytes durable and gives them the requested name
+  // (replacing a file there). Stdout and devices only need closing.
+  Status Commit() {
+    if (fd_ == STDOUT_FILENO) return Status::OK();
+    if (special_) {
+      const int rc = ::close(fd_);
+      fd_ = -1;
+      if (rc != 0) return Status::IOError("cannot write " + path_ + ": " + std::strerror(errno));
+      return Status::OK();
+    }
+    if (::fsync(fd_) != 0) return Status::IOError("cannot write " + path_ + ": " + std::strerror(errno));
+    if (tmp_.empty()) {
+      const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+      // Straight to the name when it is free; else under a fresh name,
+      // renamed over the old file (the only moment a kill could leave a
+      // stray name behind).
+      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+        if (errno != EEXIST) return Status::IOError("cannot create " + path_ + ": " + std::strerror(errno));
+        for (int attempt = 0;; ++attempt) {
+          std::string name = path_ + ".chunkstore-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+          if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+            tmp_ = std::move(name);
+            break;
+          }
+          if (errno != EEXIST || attempt > 100)
+            return Status::IOError("cannot create a file beside " + path_ + ": " + std::strerror(errno));
+        }
+      }
+    }
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) return Status::IOError("cannot write " + path_ + ": " + std::strerror(errno));
+    if (!tmp_.empty()) {
+      if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+        return Status::IOError("cannot write " + path_ + ": " + std::strerror(errno));
+      tmp_.clear();
+    }
+    // The new name lasts a power loss only once its directory is synced.
+    const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::string path_, dir_, tmp_;
+  int fd_ = STDOUT_FILENO;
+  bool special_ = false;
+};
+
 // A one-line progress bar on a terminal's stderr.
 class Progress {
  public:
@@ -110,6 +229,17 @@ class Progress {
   bool shown_ = false;
 };
 
+// Standard input straight from its descriptor: a read error (EIO, or
+// EISDIR when stdin is a directory) fails the publish instead of ending
+// the input early, as an istream would.
+Result<size_t> ReadStdin(void* buf, size_t n) {
+  for (;;) {
+    const ssize_t got = ::read(STDIN_FILENO, buf, n);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) return Status::IOError(std::string("cannot read standard input: ") + std::strerror(errno));
+  }
+}
+
 struct Input {
   std::string path;  // "-" for stdin
   std::string name;
@@ -145,23 +275,37 @@ Result<std::string> StoreSecret(const Globals& g) {
   return secret;
 }
 
-Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create, bool rebuild) {
+Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access access, bool rebuild) {
   chunkstore::Options o;
-  o.create_if_missing = create;
+  o.create_if_missing = access == Access::kCreate;
   o.rebuild_index = rebuild;
+  const std::string dir = StoreDir(g);
+  // A store this process cannot write (read-only media, another user's
+  // files) is still readable: opened read-only, the index is read as it
+  // is and nothing is written. A change says plainly why it cannot be made.
+  if (dir.rfind("s3://", 0) != 0 && ::access(dir.c_str(), W_OK) != 0 && (errno == EROFS || errno == EACCES)) {
+    const char* why = errno == EROFS ? "on a read-only file system" : "not writable by this user";
+    if (access != Access::kRead || rebuild)
+      return Status::IOError("the store " + dir + " is read-only (" + why + "): this command would change it");
+    o.read_only = true;
+  }
   Result<std::string> secret = StoreSecret(g);
   if (!secret.ok()) return secret.status();
   o.secret = *secret;
-  auto store = chunkstore::Store::Open(StoreDir(g), o);
+  auto store = chunkstore::Store::Open(dir, o);
   // What the open noticed and mended is worth a line, but never stdout's;
   // a rebuild asked for says so itself.
   if (store.ok() && !g.quiet)
     for (const std::string& n : (*store)->notices())
-      if (!rebuild || n.rfind("rebuilt the index", 0) != 0) std::cerr << "chunkstore: note: " << n << "\n";
+      if (!rebuild || n.rfind("rebuilt the index", 0) != 0) std::cerr << "chunkstore: note: " << Printable(n) << "\n";
   return store;
 }
 
-void Print(const std::string& s) { std::cout << s << std::flush; }
+void Print(const std::string& s) {
+  errno = 0;
+  std::cout << s << std::flush;
+  CheckOutput();
+}
 
 int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression,
             uint32_t inline_max) {
@@ -204,15 +348,33 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
   // per file (thousands of small files).
   const bool may_show_progress = !g.quiet && ::isatty(STDERR_FILENO);
   uint64_t total = 0;
+  // What a directory walk passes over: symlinks (never followed out of the
+  // tree) and FIFOs, sockets and devices (never opened as files).
+  struct Skipped {
+    std::string path, kind;
+  };
+  std::vector<Skipped> skipped;
   for (const std::string& in : a.inputs) {
     std::error_code ec;
     if (in != "-" && fs::is_directory(in, ec)) {
+      if (!a.name.empty())
+        return Fail(Status::InvalidArgument("--name names one file; name a directory's files with --name-prefix"),
+                    kUsage);
       std::vector<std::string> files;
       fs::recursive_directory_iterator it(in, ec), end;
       if (ec) return Fail(Status::IOError("cannot read directory " + in + ": " + ec.message()), kFailure);
       for (; it != end; it.increment(ec)) {
         if (ec) return Fail(Status::IOError("cannot read directory " + in + ": " + ec.message()), kFailure);
-        if (it->is_regular_file(ec)) files.push_back(it->path().string());
+        const fs::file_status st = it->symlink_status(ec);
+        if (ec) return Fail(Status::IOError("cannot stat " + it->path().string() + ": " + ec.message()), kFailure);
+        if (fs::is_regular_file(st)) {
+          files.push_back(it->path().string());
+        } else if (!fs::is_directory(st)) {
+          skipped.push_back({it->path().string(), fs::is_symlink(st)  ? "symlink"
+                                                  : fs::is_fifo(st)   ? "fifo"
+                                                  : fs::is_socket(st) ? "socket"
+                                                                      : "device"});
+        }
       }
       std::sort(files.begin(), files.end());
       if (files.empty())
@@ -230,6 +392,10 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
     if (in != "-" && may_show_progress) total += fs::file_size(in, ec);
     inputs.push_back({in, a.name});
   }
+  std::sort(skipped.begin(), skipped.end(), [](const Skipped& x, const Skipped& y) { return x.path < y.path; });
+  if (!g.quiet)
+    for (const Skipped& s : skipped)
+      std::cerr << "chunkstore: skipped " << s.kind << " " << Printable(s.path) << " (only regular files are published)\n";
   if (!a.name.empty() && inputs.size() != 1)
     return Fail(Status::InvalidArgument("--name needs exactly one input file"), kUsage);
   for (const Input& in : inputs) {
@@ -237,7 +403,7 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
     Status v = chunkstore::ValidateName(in.name);
     if (!v.ok()) return Fail(v.WithContext("cannot name " + in.path), kUsage);
   }
-  OPEN_OR_FAIL(store, true);
+  OPEN_OR_FAIL(store, Access::kCreate);
   auto batch = store.NewBatch();
   std::unique_ptr<Progress> progress;
   const bool has_stdin = std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return i.path == "-"; });
@@ -250,7 +416,7 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
     if (in.path != "-") paths.push_back(in.path);
   batch->Prefetch(std::move(paths));
   for (const Input& in : inputs) {
-    auto r = in.path == "-" ? batch->AddStream(std::cin, in.name) : batch->AddFile(in.path, in.name);
+    auto r = in.path == "-" ? batch->AddPull(ReadStdin, in.name) : batch->AddFile(in.path, in.name);
     if (!r.ok()) {
       progress.reset();
       // Problems with an input are failures (1); damaged store data is 4.
@@ -270,11 +436,17 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
       if (!r.name.empty()) j.Key("name").Str(r.name).Key("version").Int(r.version);
       j.EndObject();
     }
-    j.EndArray().EndObject();
+    j.EndArray();
+    if (!skipped.empty()) {
+      j.Key("skipped").BeginArray();
+      for (const Skipped& s : skipped) j.BeginObject().Key("path").Str(s.path).Key("kind").Str(s.kind).EndObject();
+      j.EndArray();
+    }
+    j.EndObject();
     Print(j.str() + "\n");
   } else if (!g.quiet) {
     std::string out;
-    for (size_t i = 0; i < done->size(); ++i) out += (*done)[i].id + "  " + inputs[i].path + "\n";
+    for (size_t i = 0; i < done->size(); ++i) out += (*done)[i].id + "  " + Printable(inputs[i].path) + "\n";
     Print(out);
   }
   return kOk;
@@ -303,7 +475,7 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
   Result<int64_t> length = int64_t{-1};
   if (!length_text.empty()) length = ParseCount("--length", length_text);
   if (!length.ok()) return Fail(length.status(), kUsage);
-  OPEN_OR_FAIL(store, false);
+  OPEN_OR_FAIL(store, Access::kRead);
   auto reader = store.OpenReader(ref);
   if (!reader.ok()) return Fail(reader.status());
   chunkstore::Reader& r = **reader;
@@ -314,57 +486,27 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
   if (!s.ok()) return Fail(s);
   r.LimitReadAhead(start + remaining);  // a range verifies no chunk past its end
 
-  int fd = STDOUT_FILENO;
-  std::string tmp;
-  struct stat out_st;
-  const bool special = !out_path.empty() && out_path != "-" && ::stat(out_path.c_str(), &out_st) == 0 &&
-                       !S_ISREG(out_st.st_mode);
-  if (special) {
-    // A device or pipe (-o /dev/null): nothing to replace atomically.
-    fd = ::open(out_path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return Fail(Status::IOError("cannot open " + out_path + ": " + std::strerror(errno)), kFailure);
-  } else if (!out_path.empty() && out_path != "-") {
-    // Written beside the target and renamed at the end, so a failed read
-    // never leaves a partial file under the requested name.
-    tmp = out_path + ".chunkstore-tmp-XXXXXX";
-    fd = ::mkstemp(tmp.data());
-    if (fd < 0) return Fail(Status::IOError("cannot create " + tmp + ": " + std::strerror(errno)), kFailure);
-    const mode_t mask = ::umask(0);  // mkstemp makes 0600; give the usual mode
-    ::umask(mask);
-    ::fchmod(fd, 0666 & ~mask);
+  OutputFile out;
+  if (!out_path.empty() && out_path != "-") {
+    Status o = out.Open(out_path, store.dir());
+    if (!o.ok()) return Fail(o, o.IsInvalidArgument() ? kUsage : kFailure);
   }
-  auto discard = [&] {
-    if (!tmp.empty()) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-    }
-  };
-  if (!special) ReserveOutput(fd, remaining);
+  if (!out.special()) ReserveOutput(out.fd(), remaining);
   // Verified chunk bytes go to the output as they are, without a copy.
   while (remaining > 0) {
     auto view = r.ReadView(static_cast<size_t>(std::min<uint64_t>(remaining, SIZE_MAX)));
-    if (!view.ok()) {
-      discard();
-      return Fail(view.status());
-    }
+    if (!view.ok()) return Fail(view.status());
     const size_t n = view->size;
     if (n == 0) break;
-    if (!WriteAll(fd, view->data, n)) {
+    if (!WriteAll(out.fd(), view->data, n)) {
       const int err = errno;
-      discard();
       if (err == EPIPE) return kFailure;  // the reader went away: nothing to say
       return Fail(Status::IOError(std::string("cannot write output: ") + std::strerror(err)), kFailure);
     }
     remaining -= n;
   }
-  if (special) ::close(fd);
-  if (!tmp.empty()) {
-    if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), out_path.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return Fail(Status::IOError("cannot write " + out_path + ": " + std::strerror(err)), kFailure);
-    }
-  }
+  Status c = out.Commit();
+  if (!c.ok()) return Fail(c, kFailure);
   return kOk;
 }
 

@@ -19,9 +19,14 @@ std::string StoreDir(const Globals& g);
 // credentials (5).
 int FailOpen(const chunkstore::Status& s);
 
-// Opens the store (creating it when create), rebuilding its index from the
-// change log first when rebuild; prints what the open noticed to stderr.
-chunkstore::Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, bool create,
+// What a command does with its store. kRead opens a store it cannot write
+// read-only; kWrite and kCreate refuse it with a message that says so;
+// kCreate creates a missing store.
+enum class Access { kRead, kWrite, kCreate };
+
+// Opens the store for access, rebuilding its index from the change log
+// first when rebuild; prints what the open noticed to stderr.
+chunkstore::Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access access,
                                                                  bool rebuild = false);
 
 // The secret of a bucket store: --secret-file, else $CHUNKSTORE_SECRET_FILE
@@ -34,7 +39,7 @@ void Print(const std::string& s);
 }  // namespace cli
 
 // Opens the store into `var` (a Store&), or returns the right exit code.
-#define OPEN_OR_FAIL(var, create)                         \
-  auto var##_r = ::cli::OpenStore(g, create);             \
+#define OPEN_OR_FAIL(var, access)                         \
+  auto var##_r = ::cli::OpenStore(g, access);             \
   if (!var##_r.ok()) return ::cli::FailOpen(var##_r.status()); \
   chunkstore::Store& var = **var##_r

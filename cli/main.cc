@@ -130,18 +130,32 @@ int main(int argc, char** argv) {
     std::cerr << "chunkstore: " << e.what() << "\n(run 'chunkstore --help' for usage)\n";
     return kUsage;
   }
-  if (*init) return CmdInit(g, params, no_compression, inline_max);
-  if (*publish) return CmdPublish(g, pub);
-  if (*cat) return CmdCat(g, ref, offset, length, out_path);
-  if (*stat) return CmdStat(g, ref);
-  if (*ls) return CmdLs(g, prefix, all);
-  if (*log) return CmdLog(g, name);
-  if (*tag) return CmdTag(g, ref, name);
-  if (*rm) return CmdRm(g, names, object);
-  if (*gc) return CmdGc(g, dry_run, compact_below, grace);
-  if (*verify) return CmdVerify(g, refs, quick);
-  if (*stats) return CmdStats(g);
-  if (*chunks) return CmdChunks(g, path, params);
-  if (*rebuild) return CmdIndexRebuild(g);
-  return kUsage;
+  // An empty value is a mistake (an unset shell variable), never a choice:
+  // --store '' would quietly mean the default store.
+  for (const auto& [opt, cmd] : {std::pair{app.get_option("--store"), &app},
+                                 std::pair{publish->get_option("--name"), publish},
+                                 std::pair{publish->get_option("--name-prefix"), publish}}) {
+    if ((cmd == &app || cmd->parsed()) && opt->count() > 0 && opt->as<std::string>().empty()) {
+      std::cerr << "chunkstore: " << opt->get_name() << " needs a value, not an empty string\n"
+                << "(run 'chunkstore --help' for usage)\n";
+      return kUsage;
+    }
+  }
+  const int code = [&] {
+    if (*init) return CmdInit(g, params, no_compression, inline_max);
+    if (*publish) return CmdPublish(g, pub);
+    if (*cat) return CmdCat(g, ref, offset, length, out_path);
+    if (*stat) return CmdStat(g, ref);
+    if (*ls) return CmdLs(g, prefix, all);
+    if (*log) return CmdLog(g, name);
+    if (*tag) return CmdTag(g, ref, name);
+    if (*rm) return CmdRm(g, names, object);
+    if (*gc) return CmdGc(g, dry_run, compact_below, grace);
+    if (*verify) return CmdVerify(g, refs, quick);
+    if (*stats) return CmdStats(g);
+    if (*chunks) return CmdChunks(g, path, params);
+    if (*rebuild) return CmdIndexRebuild(g);
+    return static_cast<int>(kUsage);
+  }();
+  return FinishOutput(code);
 }

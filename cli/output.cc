@@ -1,8 +1,10 @@
 // Output helpers (see output.h).
 #include "output.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 #include <vector>
@@ -24,8 +26,54 @@ int ExitFor(const chunkstore::Status& s) {
 }
 
 int Fail(const chunkstore::Status& s, int code) {
-  std::cerr << "chunkstore: " << s.message() << "\n";
+  std::cerr << "chunkstore: " << Printable(s.message()) << "\n";
   return code;
+}
+
+std::string Printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // C1 controls are U+0080-U+009F, in UTF-8 the bytes C2 80 to C2 9F.
+    const bool c1 = c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0 &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80;
+    if (c >= 0x20 && c != 0x7f && !c1) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    const unsigned v = c1 ? static_cast<unsigned char>(text[++i]) : c;
+    switch (v) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, c1 ? "\\u%04x" : "\\x%02x", v);
+        out += buf;
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+int g_output_errno = 0;  // the first failed write to stdout
+}
+
+void CheckOutput() {
+  if (g_output_errno == 0 && !std::cout.good()) g_output_errno = errno != 0 ? errno : EIO;
+}
+
+int FinishOutput(int code) {
+  errno = 0;
+  std::cout.flush();
+  CheckOutput();
+  if (g_output_errno == 0) return code;
+  // A reader that went away (`| head`) wants no message, only the failure.
+  if (g_output_errno != EPIPE)
+    std::cerr << "chunkstore: cannot write output: " << std::strerror(g_output_errno) << "\n";
+  return code == kOk ? static_cast<int>(kFailure) : code;
 }
 
 std::string HumanSize(uint64_t bytes) {

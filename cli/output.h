@@ -19,6 +19,18 @@ int ExitFor(const chunkstore::Status& s);
 int Fail(const chunkstore::Status& s, int code);
 inline int Fail(const chunkstore::Status& s) { return Fail(s, ExitFor(s)); }
 
+// text with its control characters (C0, DEL, C1) written as \n, \r, \t,
+// \xNN or \uNNNN, so a file name or a server's reply cannot break a line
+// of output or drive the terminal. Every message and path printed as text
+// goes through it; JSON output escapes on its own.
+std::string Printable(const std::string& text);
+
+// Records a failed write to stdout (call after flushing it).
+void CheckOutput();
+// The exit code once the command is done: code, or 1 if anything written
+// to stdout failed (said on stderr, except for a closed pipe).
+int FinishOutput(int code);
+
 // "1.5 MiB", "512 B".
 std::string HumanSize(uint64_t bytes);
 // "2026-11-30 11:22:33 UTC".

@@ -85,8 +85,76 @@ def main(exe, out_path):
         cases.append({"input": label, "command": "chunkstore " + " ".join(args), "exit": p.returncode,
                       "message": (lines[0] if lines else "").replace(work, "$W"), "expected_exit": 4,
                       "ok": p.returncode == 4})
+    # Empty values and meaningless combinations are usage errors.
+    p = subprocess.run([exe, "--store", "", "ls"], capture_output=True)
+    cases.append({"input": "an empty --store", "command": "chunkstore --store '' ls", "exit": p.returncode,
+                  "message": p.stderr.decode().strip().splitlines()[0], "expected_exit": 2, "ok": p.returncode == 2})
+    run("an empty --name", ["publish", "--name", "", keep], expect=2)
+    tree = os.path.join(work, "tree")
+    os.makedirs(tree)
+    write("tree/file", b"in the tree")
+    os.symlink(keep, os.path.join(tree, "link-out-of-the-tree"))
+    os.mkfifo(os.path.join(tree, "fifo"))
+    run("--name with a directory", ["publish", "--name", "t", tree], expect=2)
+    p = run("a tree holding a symlink out of it and a FIFO", ["--json", "publish", "--name-prefix", "tree", tree],
+            expect=0)
+    published = [e["input"] for e in json.loads(p.stdout)["published"]] if p.returncode == 0 else []
+    cases[-1]["ok"] = cases[-1]["ok"] and published == [os.path.join(tree, "file")]
+    run("rm of a known and an unknown name", ["rm", "keep", "no-such-name"], expect=3)
+    cases[-1]["ok"] = cases[-1]["ok"] and run("(check) the known name is still there", ["log", "keep"],
+                                              expect=0).returncode == 0
+    with open(os.path.join(store, "index.db"), "rb") as f:
+        index_before = f.read()
+    run("cat -o into the store directory", ["cat", "keep", "-o", os.path.join(store, "index.db")], expect=2)
+    with open(os.path.join(store, "index.db"), "rb") as f:
+        cases[-1]["ok"] = cases[-1]["ok"] and f.read() == index_before
+    os.makedirs(os.path.join(work, "adir"))
+    d = os.open(os.path.join(work, "adir"), os.O_RDONLY | os.O_DIRECTORY)
+    p = subprocess.run([exe, "--store", store, "publish", "--name", "from-a-dir", "-"], stdin=d,
+                       capture_output=True)
+    os.close(d)
+    cases.append({"input": "stdin that is a directory (a read error)", "command": "chunkstore publish - < DIR",
+                  "exit": p.returncode, "message": p.stderr.decode().strip(), "expected_exit": 1,
+                  "ok": p.returncode == 1})
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([exe, "--store", store, "ls"], stdout=full, stderr=subprocess.PIPE)
+    cases.append({"input": "stdout on a full disk", "command": "chunkstore ls > /dev/full", "exit": p.returncode,
+                  "message": p.stderr.decode().strip(), "expected_exit": 1, "ok": p.returncode == 1})
+    p = run("a file name with a newline and an escape sequence", ["publish", os.path.join(work, "no\nsuch\x1b[2J")],
+            expect=1)
+    cases[-1]["ok"] = cases[-1]["ok"] and b"\x1b" not in p.stderr and p.stderr.count(b"\n") == 1
+    # A store this user cannot write: read as it is, changes refused. Root
+    # writes anything, so as root the commands run as nobody.
+    ro = os.path.join(work, "ro")
+    subprocess.run([exe, "--store", ro, "publish", "--name", "k", keep], capture_output=True, check=True)
+    as_user = []
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        ro_exe = os.path.join(work, "chunkstore")
+        shutil.copy(exe, ro_exe)
+        os.chmod(work, 0o755)
+        for root, dirs, files in os.walk(ro):
+            os.chmod(root, 0o755)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o644)
+    else:
+        ro_exe = exe
+        for root, dirs, files in os.walk(ro):
+            os.chmod(root, 0o555)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o444)
+    for args, label, expect in [(["cat", "k"], "a store this user cannot write (cat)", 0),
+                                (["verify"], "a store this user cannot write (verify)", 0),
+                                (["tag", "k", "k2"], "a store this user cannot write (tag)", 1)]:
+        p = subprocess.run(as_user + [ro_exe, "--store", ro] + args, capture_output=True)
+        lines = p.stderr.decode().strip().splitlines()
+        cases.append({"input": label, "command": "chunkstore " + " ".join(args), "exit": p.returncode,
+                      "message": (lines[0] if lines else "").replace(work, "$W"), "expected_exit": expect,
+                      "ok": p.returncode == expect})
+    for root, dirs, files in os.walk(ro):
+        os.chmod(root, 0o755)
     if os.geteuid() == 0:
-        cases.append({"input": "an unreadable file / a read-only store directory",
+        cases.append({"input": "an unreadable file",
                       "command": "(not run)", "exit": None,
                       "message": "not testable as root, who bypasses file permissions; the error paths are "
                                  "the same IOError ones the fault tests exercise",

@@ -222,7 +222,9 @@ class Store {
   Result<PublishResult> PublishFile(const std::string& path, const std::string& name = {});
   Result<PublishResult> PublishBytes(const void* data, size_t n, const std::string& name = {});
   Result<PublishResult> PublishStream(std::istream& in, const std::string& name = {});
-  // pull(buf, n) fills up to n bytes and returns how many; 0 ends the input.
+  // pull(buf, n) fills up to n bytes and returns how many; 0 ends the input
+  // and an error fails the publish. (An istream cannot tell a read error
+  // from the end of its input; a pull over read(2) can.)
   using PullFn = std::function<Result<size_t>(void* buf, size_t n)>;
   Result<PublishResult> PublishPull(const PullFn& pull, const std::string& name = {});
 
@@ -272,6 +274,10 @@ class Store {
   // Forgets a name and its whole history. Objects stay; an object that no
   // name points at and that was never published unnamed becomes garbage.
   Status RemoveName(const std::string& name);
+  // Forgets every name listed, with its history, in one change: all of them
+  // or, when any is invalid or unknown (NotFound naming each unknown one),
+  // none. Repeats count once.
+  Status RemoveNames(const std::vector<std::string>& names);
   // Forgets an object and every name version that points at it; its chunks
   // become garbage unless other objects share them.
   Status RemoveObject(const std::string& ref);
@@ -327,6 +333,7 @@ class Batch {
   Result<PublishResult> AddFile(const std::string& path, const std::string& name = {});
   Result<PublishResult> AddBytes(const void* data, size_t n, const std::string& name = {});
   Result<PublishResult> AddStream(std::istream& in, const std::string& name = {});
+  Result<PublishResult> AddPull(const Store::PullFn& pull, const std::string& name = {});
   Result<PublishResult> AddPrepared(const PreparedObject& prepared, const std::string& name = {});
   // A hint that the next AddFile calls will be for these paths, in this
   // order (publishing a directory, say). A helper thread then opens and

@@ -103,10 +103,27 @@ class PosixEnv final : public Env {
       case OpenMode::kAppend: flags |= O_RDWR | O_APPEND; break;
       case OpenMode::kCreateNew: flags |= O_RDWR | O_APPEND | O_CREAT | O_EXCL; break;
     }
-    const int fd = ::open(path.c_str(), flags, 0600);
+    // O_NONBLOCK for the open alone: a FIFO put where a pack should be
+    // must be refused, not waited on for a writer that never comes.
+    const int fd = ::open(path.c_str(), flags | O_NONBLOCK, 0600);
     if (fd < 0) {
       if (errno == ENOENT) return Status::NotFound("no such file " + path);
       return ErrnoStatus("cannot open", path, errno);
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return ErrnoStatus("cannot stat", path, err);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return Status::IOError(path + " is not a regular file");
+    }
+    if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return ErrnoStatus("cannot open", path, err);
     }
     return std::unique_ptr<File>(new PosixFile(fd, path));
   }

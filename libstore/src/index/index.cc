@@ -4,6 +4,9 @@
 // queries themselves are in queries.cc.
 #include "index/index.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "index/sql.h"
@@ -118,6 +121,13 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOp
       }
     }
     if (options.read_only) uri += "?immutable=1";
+  }
+  if (options.create && !memory && !options.read_only) {
+    // SQLite would create the file 0644 (less the umask) and give -wal and
+    // -shm the mode it finds: made 0600 first, the index (which holds
+    // small objects' bytes) is as private as the packs.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
   }
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(uri.c_str(), &db, flags, nullptr);

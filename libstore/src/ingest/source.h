@@ -100,7 +100,7 @@ class PullSource final : public Source {
   using Pull = std::function<Result<size_t>(void*, size_t)>;
   explicit PullSource(Pull pull) : pull_(std::move(pull)) {}
   Result<size_t> Read(uint8_t* buf, size_t n) override;
-  std::string Describe() const override { return "pull callback"; }
+  std::string Describe() const override { return "the input stream"; }
 
  private:
   Pull pull_;

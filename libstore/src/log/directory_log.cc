@@ -460,9 +460,14 @@ Status DirectoryLog::RebuildWith(const StoreMeta& meta) {
 }
 
 Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
-  // Held, so that no checkpoint drops a segment while it is read.
-  Result<std::unique_ptr<FileLock>> lock = Lock(10000);
-  if (!lock.ok()) return lock.status();
+  // Held, so that no checkpoint drops a segment while it is read; a
+  // read-only store (nobody writes it) is checked without.
+  std::unique_ptr<FileLock> lock;
+  if (!read_only_) {
+    Result<std::unique_ptr<FileLock>> held = Lock(10000);
+    if (!held.ok()) return held.status();
+    lock = std::move(*held);
+  }
   std::unique_ptr<Index> scratch;
   if (!truth) {
     Result<std::unique_ptr<Index>> made = index_->NewScratch();

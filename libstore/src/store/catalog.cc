@@ -1,6 +1,7 @@
 // The catalog side of a store: stat, names (list, history, tag, remove),
 // object removal and store-wide statistics. Every change is a change set
 // committed through the store's log, whatever kind of store it is.
+#include <algorithm>
 #include <unordered_set>
 
 #include "base/clock.h"
@@ -146,17 +147,28 @@ Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
   return NameEntry{name, applied.versions[0], id.ObjectId(), size, c.time};
 }
 
-Status Store::RemoveName(const std::string& name) {
-  CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+Status Store::RemoveName(const std::string& name) { return RemoveNames({name}); }
+
+Status Store::RemoveNames(const std::vector<std::string>& names) {
+  if (names.empty()) return Status::InvalidArgument("no names to remove");
   ChangeSet c;
   c.kind = ChangeSet::kRemoveName;
-  c.removed_names.push_back(name);
+  for (const std::string& name : names) {
+    CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+    if (std::find(c.removed_names.begin(), c.removed_names.end(), name) == c.removed_names.end())
+      c.removed_names.push_back(name);
+  }
   return CommitChange(
       impl_.get(), c,
       [&](Index& index) -> Status {
-        Result<std::optional<NameRow>> row = index.FindName(name, 0);
-        if (!row.ok()) return row.status();
-        if (!row->has_value()) return Status::NotFound("no name " + name);
+        std::string missing;
+        for (const std::string& name : c.removed_names) {
+          Result<std::optional<NameRow>> row = index.FindName(name, 0);
+          if (!row.ok()) return row.status();
+          if (!row->has_value()) missing += (missing.empty() ? "" : ", ") + name;
+        }
+        if (!missing.empty())
+          return Status::NotFound("no name " + missing + (c.removed_names.size() > 1 ? " (nothing removed)" : ""));
         return Status::OK();
       },
       nullptr);

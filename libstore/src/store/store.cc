@@ -2,7 +2,10 @@
 // and ref resolution.
 #include "chunkstore/store.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -280,6 +283,11 @@ Result<PublishResult> Batch::AddStream(std::istream& in, const std::string& name
   return impl_->Add(src, name);
 }
 
+Result<PublishResult> Batch::AddPull(const Store::PullFn& pull, const std::string& name) {
+  PullSource src(pull);
+  return impl_->Add(src, name);
+}
+
 Result<PublishResult> Batch::AddPrepared(const PreparedObject& prepared, const std::string& name) {
   if (impl_->failed) return Status::InvalidArgument("the batch already failed or was committed");
   if (!prepared.state_) return Status::InvalidArgument("the prepared object is empty (moved from?)");
@@ -400,7 +408,15 @@ Result<std::vector<ChunkInfo>> ChunkFile(const std::string& path, const ChunkerP
   CHUNKSTORE_RETURN_IF_ERROR(params.Validate());
   std::unique_ptr<Source> src;
   if (path == "-") {
-    src = std::make_unique<StreamSource>(std::cin);
+    // From the descriptor, not std::cin: a read error must fail, not end
+    // the input early.
+    src = std::make_unique<PullSource>([](void* buf, size_t n) -> Result<size_t> {
+      for (;;) {
+        const ssize_t got = ::read(STDIN_FILENO, buf, n);
+        if (got >= 0) return static_cast<size_t>(got);
+        if (errno != EINTR) return Status::IOError(std::string("cannot read standard input: ") + std::strerror(errno));
+      }
+    });
   } else {
     Result<std::unique_ptr<FileSource>> f = FileSource::Open(path);
     if (!f.ok()) return f.status();

@@ -1,0 +1,311 @@
+// The command on the failure paths an operator meets: empty option values,
+// multi-name rm, unwritable stdout, unreadable stdin, symlinks and special
+// files in a published tree, a FIFO where a pack should be, output aimed
+// into the store, killed `cat -o`, control characters in messages, file
+// modes and stores that cannot be written.
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+
+namespace chunkstore {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::set<std::string> Entries(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+// The pack files of a directory store (packs/ and any folders below it).
+std::vector<std::string> PackFiles(const std::string& store) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(store + "/packs"))
+    if (e.is_regular_file() && e.path().extension() == ".pack") out.push_back(e.path().string());
+  return out;
+}
+
+TEST_F(Cli, EmptyOptionValuesAreUsageErrors) {
+  const std::string f = Write("f", RandomBytes(100, 1));
+  Outcome r = Exec({"--store", "", "ls"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--store needs a value"), std::string::npos) << r.err;
+  r = Cs({"publish", "--name", "", f});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--name needs a value"), std::string::npos) << r.err;
+  r = Cs({"publish", "--name-prefix", "", f});
+  EXPECT_EQ(r.code, 2);
+  // None of them created a store.
+  EXPECT_FALSE(fs::exists(store()));
+  // --name has no meaning for a directory's files: said, not ignored.
+  fs::create_directories(dir_ / "tree");
+  Write("tree/a", RandomBytes(10, 2));
+  r = Cs({"publish", "--name", "x", dir_ / "tree"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--name-prefix"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(store()));
+}
+
+TEST_F(Cli, RmOfSeveralNamesIsAllOrNothing) {
+  ASSERT_EQ(Cs({"publish", "--name", "a", Write("a", RandomBytes(10, 3))}).code, 0);
+  ASSERT_EQ(Cs({"publish", "--name", "b", Write("b", RandomBytes(10, 4))}).code, 0);
+  Outcome r = Cs({"rm", "a", "nope", "b", "gone"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("no name nope, gone (nothing removed)"), std::string::npos) << r.err;
+  Outcome ls = Cs({"--json", "ls"});
+  ASSERT_EQ(ls.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(ls.out)["names"].size(), 2u) << ls.out;
+  r = Cs({"--json", "rm", "a", "b", "a"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["removed"].size(), 3u);
+  ls = Cs({"--json", "ls"});
+  EXPECT_EQ(nlohmann::json::parse(ls.out)["names"].size(), 0u) << ls.out;
+  EXPECT_EQ(Cs({"log", "a"}).code, 3);
+}
+
+TEST_F(Cli, AFailedWriteToStdoutFailsTheCommand) {
+  const std::string f = Write("f", RandomBytes(5000, 5));
+  Outcome r = ExecTo({"--store", store(), "publish", f}, "", false, "/dev/full");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot write output: No space left on device"), std::string::npos) << r.err;
+  // The publish itself was done; only its report was lost.
+  Outcome id = Cs({"publish", f});
+  ASSERT_EQ(id.code, 0);
+  for (const std::vector<std::string>& cmd :
+       std::vector<std::vector<std::string>>{{"ls", "--all"}, {"stats"}, {"cat", IdLine(id.out)}, {"verify"}}) {
+    std::vector<std::string> args = {"--store", store()};
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    r = ExecTo(args, "", false, "/dev/full");
+    EXPECT_EQ(r.code, 1) << cmd[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << cmd[0] << ": " << r.err;
+  }
+}
+
+TEST_F(Cli, AReadErrorOnStdinPublishesNothing) {
+  fs::create_directories(dir_ / "adir");
+  ASSERT_EQ(Cs({"init"}).code, 0);
+  Outcome r = Cs({"publish", "--name", "s", "-"}, dir_ / "adir");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot read standard input: Is a directory"), std::string::npos) << r.err;
+  Outcome ls = Cs({"--json", "ls", "--all"});
+  ASSERT_EQ(ls.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(ls.out)["names"].size(), 0u) << ls.out;
+  EXPECT_EQ(Exec({"chunks", "-"}, dir_ / "adir").code, 1);
+}
+
+TEST_F(Cli, ATreeIsPublishedWithoutItsSymlinksAndSpecialFiles) {
+  const std::string secret = Write("secret", RandomBytes(64, 6));
+  fs::create_directories(dir_ / "tree/sub");
+  const auto a = RandomBytes(300, 7);
+  Write("tree/a", a);
+  Write("tree/sub/b", RandomBytes(30, 8));
+  fs::create_symlink(secret, dir_ / "tree/link");
+  fs::create_directory_symlink(dir_.path(), dir_ / "tree/dirlink");
+  ASSERT_EQ(::mkfifo((dir_ / "tree/fifo").c_str(), 0600), 0);
+  const std::string sock = dir_ / "tree/sock";
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, sock.c_str(), sock.size());
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  Outcome r = Cs({"--json", "publish", "--name-prefix", "t", dir_ / "tree"});
+  ::close(s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["published"].size(), 2u) << r.out;
+  std::map<std::string, std::string> skipped;
+  for (const auto& e : j["skipped"]) skipped[fs::path(e["path"].get<std::string>()).filename()] = e["kind"];
+  EXPECT_EQ(skipped, (std::map<std::string, std::string>{
+                         {"dirlink", "symlink"}, {"fifo", "fifo"}, {"link", "symlink"}, {"sock", "socket"}}));
+  EXPECT_NE(r.err.find("skipped symlink " + dir_ / "tree/link"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("skipped fifo"), std::string::npos) << r.err;
+  Outcome ls = Cs({"--json", "ls"});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  const auto listed = nlohmann::json::parse(ls.out);
+  std::set<std::string> names;
+  for (const auto& e : listed["names"]) names.insert(e["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"t/a", "t/sub/b"}));
+  Outcome c = Cs({"cat", "t/a"});
+  EXPECT_EQ(c.out, std::string(a.begin(), a.end()));
+}
+
+TEST_F(Cli, AFifoInPlaceOfAPackFailsInsteadOfHanging) {
+  ASSERT_EQ(Cs({"init", "--inline-max", "0"}).code, 0);
+  Outcome p = Cs({"publish", Write("f", RandomBytes(100000, 9))});
+  ASSERT_EQ(p.code, 0);
+  const auto packs = PackFiles(store());
+  ASSERT_EQ(packs.size(), 1u);
+  fs::remove(packs[0]);
+  ASSERT_EQ(::mkfifo(packs[0].c_str(), 0600), 0);
+  // A hang here would be this test timing out.
+  Outcome c = Cs({"cat", IdLine(p.out)});
+  EXPECT_NE(c.code, 0);
+  EXPECT_NE(c.err.find("is not a regular file"), std::string::npos) << c.err;
+  Outcome v = Cs({"verify"});
+  EXPECT_NE(v.code, 0);
+}
+
+TEST_F(Cli, CatRefusesToWriteIntoTheStore) {
+  Outcome p = Cs({"publish", "--name", "f", Write("f", RandomBytes(3000, 10))});
+  ASSERT_EQ(p.code, 0);
+  const auto before = Slurp(store() + "/index.db");
+  for (const std::string& target : {store() + "/index.db", store() + "/packs/x", store() + "/../store/new"}) {
+    Outcome c = Cs({"cat", "f", "-o", target});
+    EXPECT_EQ(c.code, 2) << target;
+    EXPECT_NE(c.err.find("inside the store directory"), std::string::npos) << c.err;
+  }
+  EXPECT_EQ(Slurp(store() + "/index.db"), before);
+  EXPECT_FALSE(fs::exists(store() + "/new"));
+  EXPECT_EQ(Cs({"verify"}).code, 0);
+  // Beside the store is fine.
+  EXPECT_EQ(Cs({"cat", "f", "-o", dir_ / "copy"}).code, 0);
+}
+
+TEST_F(Cli, AKilledCatLeavesNoFileBehind) {
+  const auto data = RandomBytes(48u << 20, 11);
+  Outcome p = Cs({"publish", Write("big", data)});
+  ASSERT_EQ(p.code, 0);
+  fs::create_directories(dir_ / "out");
+  const std::string target = dir_ / "out/big";
+  const std::string id = IdLine(p.out);
+  for (int round = 0; round < 6; ++round) {
+    std::vector<std::string> args = {CHUNKSTORE_CLI, "--store", store(), "cat", id, "-o", target};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(15 * (round + 1)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    // The target whole, or nothing at all: no temporary name.
+    const auto entries = Entries(dir_ / "out");
+    if (entries.empty()) continue;
+    EXPECT_EQ(entries, std::set<std::string>{"big"}) << "round " << round;
+    EXPECT_EQ(fs::file_size(target), data.size());
+    fs::remove(target);
+  }
+  // A cat that ends writes the file whole, with the usual mode.
+  ::umask(022);
+  ASSERT_EQ(Cs({"cat", id, "-o", target}).code, 0);
+  EXPECT_EQ(Entries(dir_ / "out"), std::set<std::string>{"big"});
+  EXPECT_EQ(testing::ReadFile(target), data);
+  struct stat st;
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  // Over an existing file too.
+  ASSERT_EQ(Cs({"cat", id, "--length", "10", "-o", target}).code, 0);
+  EXPECT_EQ(fs::file_size(target), 10u);
+  EXPECT_EQ(Entries(dir_ / "out"), std::set<std::string>{"big"});
+}
+
+TEST_F(Cli, ControlCharactersInMessagesAndPathsAreEscaped) {
+  const std::string odd = dir_ / "line\nbreak\x1b[31m";
+  testing::WriteFile(odd, RandomBytes(10, 12));
+  Outcome p = Cs({"publish", odd});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+  EXPECT_NE(p.out.find("line\\nbreak\\x1b[31m"), std::string::npos) << p.out;
+  Outcome e = Cs({"publish", odd + "-missing"});
+  EXPECT_EQ(e.code, 1);
+  EXPECT_EQ(e.err.find('\x1b'), std::string::npos) << e.err;
+  EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+  EXPECT_NE(e.err.find("line\\nbreak\\x1b[31m-missing"), std::string::npos) << e.err;
+  // JSON carries the name as it is, escaped by JSON's own rules.
+  Outcome j = Cs({"--json", "publish", odd});
+  ASSERT_EQ(j.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(j.out)["published"][0]["input"], odd);
+}
+
+TEST_F(Cli, EveryFileOfAStoreIsPrivateToItsOwner) {
+  ::umask(022);
+  ASSERT_EQ(Cs({"publish", "--name", "small", Write("s", RandomBytes(100, 13))}).code, 0);
+  ASSERT_EQ(Cs({"publish", Write("big", RandomBytes(2u << 20, 14))}).code, 0);
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(store())) {
+    struct stat st;
+    ASSERT_EQ(::lstat(e.path().c_str(), &st), 0);
+    if (S_ISDIR(st.st_mode)) {
+      EXPECT_EQ(st.st_mode & 077, 0u) << e.path() << " is a directory others can open";
+    } else {
+      files.push_back(e.path().filename());
+      EXPECT_EQ(st.st_mode & 077, 0u) << e.path() << " mode " << std::oct << (st.st_mode & 0777);
+    }
+  }
+  // The index and its WAL were among them.
+  EXPECT_NE(std::find(files.begin(), files.end(), "index.db"), files.end());
+}
+
+// Runs the command as a user who cannot write the store: `nobody` when
+// this test runs as root (root may write anything), else the caller after
+// taking write permission away.
+TEST_F(Cli, AStoreThatCannotBeWrittenCanStillBeRead) {
+  const auto data = RandomBytes(3u << 20, 15);
+  Outcome p = Cs({"publish", "--name", "d", Write("d", data)});
+  ASSERT_EQ(p.code, 0);
+  const bool root = ::geteuid() == 0;
+  std::vector<std::string> prefix;
+  if (root) {
+    ASSERT_TRUE(fs::exists("/usr/bin/setpriv")) << "running as root needs setpriv (util-linux) to drop privileges";
+    prefix = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    // A copy nobody may run (the build tree may sit in a private home).
+    fs::copy_file(CHUNKSTORE_CLI, dir_ / "chunkstore");
+    fs::permissions(dir_ / "chunkstore", fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+    // nobody may read and traverse, not write.
+    for (fs::path d = dir_.path(); d != d.root_path(); d = d.parent_path())
+      fs::permissions(d, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+    for (const auto& e : fs::recursive_directory_iterator(store()))
+      fs::permissions(e.path(), fs::perms::others_read | (e.is_directory() ? fs::perms::others_exec : fs::perms::none),
+                      fs::perm_options::add);
+    fs::permissions(store(), fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+  } else {
+    for (const auto& e : fs::recursive_directory_iterator(store()))
+      fs::permissions(e.path(), fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                      fs::perm_options::remove);
+    fs::permissions(store(), fs::perms::owner_write, fs::perm_options::remove);
+  }
+  auto as_reader = [&](std::vector<std::string> args) {
+    std::vector<std::string> full = {"--store", store()};
+    full.insert(full.end(), args.begin(), args.end());
+    if (!root) return Exec(full);
+    // setpriv runs the command; Exec puts CHUNKSTORE_CLI first.
+    full.insert(full.begin(), {prefix[1], prefix[2], prefix[3], dir_ / "chunkstore"});
+    std::vector<std::string> argv = {prefix[0]};
+    argv.insert(argv.end(), full.begin(), full.end());
+    return ExecArgv(argv);
+  };
+  Outcome c = as_reader({"cat", "d"});
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(c.out, std::string(data.begin(), data.end()));
+  for (const char* cmd : {"ls", "stats", "verify"}) {
+    Outcome o = as_reader({cmd});
+    EXPECT_EQ(o.code, 0) << cmd << ": " << o.err;
+  }
+  Outcome w = as_reader({"publish", "--name", "e", dir_ / "d"});
+  EXPECT_EQ(w.code, 1);
+  EXPECT_NE(w.err.find("is read-only"), std::string::npos) << w.err;
+  Outcome t = as_reader({"tag", "d", "e"});
+  EXPECT_EQ(t.code, 1);
+  EXPECT_NE(t.err.find("is read-only"), std::string::npos) << t.err;
+  if (!root) {
+    fs::permissions(store(), fs::perms::owner_write, fs::perm_options::add);
+    for (const auto& e : fs::recursive_directory_iterator(store()))
+      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  }
+}
+
+}  // namespace
+}  // namespace chunkstore
