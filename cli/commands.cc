@@ -403,6 +403,17 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
     Status v = chunkstore::ValidateName(in.name);
     if (!v.ok()) return Fail(v.WithContext("cannot name " + in.path), kUsage);
   }
+  // A mistyped input fails before the store is opened, so it cannot leave
+  // a new, empty store behind (the open creates a missing one).
+  for (const Input& in : inputs) {
+    struct stat st;
+    if (in.path != "-" && ::stat(in.path.c_str(), &st) != 0) {
+      const int err = errno;
+      return Fail(err == ENOENT ? Status::NotFound("no such file: " + in.path)
+                                : Status::IOError("cannot open " + in.path + ": " + std::strerror(err)),
+                  kFailure);
+    }
+  }
   OPEN_OR_FAIL(store, Access::kCreate);
   auto batch = store.NewBatch();
   std::unique_ptr<Progress> progress;

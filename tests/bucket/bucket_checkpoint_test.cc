@@ -140,9 +140,12 @@ TEST_P(BucketCheckpointTest, ACheckpointCutShortBeforeItsMarkIsPassedOver) {
   // Another machine, which never saw that checkpoint, goes on writing in
   // the epoch before it: its record sorts before the checkpoint's key.
   PublishNamed(*c, 5, 1);
+  // The machine that cut it goes on in the new epoch: records after the
+  // checkpoint's key, none of them its mark.
+  PublishNamed(*a, 6, 1);
   auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(0));
   ASSERT_TRUE(b);
-  ExpectNamed(*b, 6);
+  ExpectNamed(*b, 7);
   auto v = b->Verify();
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->corrupt()) << "a checkpoint cut short loses nothing";

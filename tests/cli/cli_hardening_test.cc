@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chunkstore/store.h"
 #include "cli_fixture.h"
 
 namespace chunkstore {
@@ -55,6 +56,44 @@ TEST_F(Cli, EmptyOptionValuesAreUsageErrors) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--name-prefix"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(store()));
+}
+
+TEST_F(Cli, AMistypedInputLeavesNoNewStoreBehind) {
+  Outcome r = Cs({"publish", Write("real", RandomBytes(10, 16)), dir_ / "typo"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("no such file: " + dir_ / "typo"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(store()));
+}
+
+// Two inits of one directory at once, with different chunking: exactly one
+// creates the store, the other says it exists, and the store has the
+// winner's parameters.
+TEST_F(Cli, ConcurrentInitsHaveOneWinner) {
+  for (int round = 0; round < 8; ++round) {
+    const std::string where = dir_ / ("s" + std::to_string(round));
+    Outcome a, b;
+    std::thread ta([&] { a = ExecArgv({CHUNKSTORE_CLI, "--store", where, "--json", "init", "--avg", "65536",
+                                       "--min", "16384", "--max", "262144"}); });
+    // Exec shares dir_/stdout; this one writes its own.
+    std::thread tb([&] {
+      b = ExecArgv({"/bin/sh", "-c",
+                    std::string(CHUNKSTORE_CLI) + " --store " + where + " --json init > " + where + ".b.out 2> " +
+                        where + ".b.err"});
+    });
+    ta.join();
+    tb.join();
+    const std::string b_out = Slurp(where + ".b.out");
+    EXPECT_EQ((a.code == 0) + (b.code == 0), 1) << "round " << round << ": " << a.err << " / " << Slurp(where + ".b.err");
+    EXPECT_EQ(a.code + b.code, 1) << "the loser exits 1";
+    const auto winner = nlohmann::json::parse(a.code == 0 ? a.out : b_out);
+    const uint32_t avg = a.code == 0 ? 65536 : 1048576;
+    EXPECT_EQ(winner["chunk_avg"], avg);
+    Options o;
+    o.create_if_missing = false;
+    auto store = Store::Open(where, o);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ((*store)->chunking().avg_size, avg) << "the store has the winner's parameters";
+  }
 }
 
 TEST_F(Cli, RmOfSeveralNamesIsAllOrNothing) {

@@ -166,6 +166,37 @@ TEST_F(GcTest, ADamagedManifestInTheLogStopsGcBeforeItFreesAnything) {
   EXPECT_EQ(DirBytes(dir_ / "s/packs"), pack_bytes);
 }
 
+// A chunked object whose log row claims no chunks would pass for inline
+// content; its bytes (a chunk list) fail the inline check, and gc stops
+// instead of freeing the chunks it still needs.
+TEST_F(GcTest, AChunkListPassedOffAsInlineContentStopsGc) {
+  const auto a = RandomBytes(300000, 45), b = RandomBytes(300000, 46);
+  const std::string ida = Put(a, "a");
+  Put(b, "b");
+  ASSERT_TRUE(store_->RemoveName("b").ok());
+  store_.reset();
+  testing::RewriteLog(dir_ / "s", [&](internal::ChangeSet& c) {
+    for (auto& o : c.objects)
+      if (o.id.ObjectId() == ida) o.chunk_count = 0;
+  });
+  Options o = testing::SmallChunks();
+  o.rebuild_index = true;
+  store_ = *Store::Open(dir_ / "s", o);
+  store_.reset();
+  const std::string counts = "SELECT count(*) FROM objects; SELECT count(*) FROM chunks; SELECT count(*) FROM packs";
+  const std::string before = testing::Sql(dir_ / "s", counts);
+  const uint64_t pack_bytes = DirBytes(dir_ / "s/packs");
+  Reopen();
+  auto gc = store_->Gc(GcNow());
+  ASSERT_FALSE(gc.ok());
+  EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
+  EXPECT_EQ(gc.status().object_id(), ida);
+  EXPECT_NE(gc.status().message().find("damaged inline content"), std::string::npos) << gc.status().message();
+  store_.reset();
+  EXPECT_EQ(testing::Sql(dir_ / "s", counts), before);
+  EXPECT_EQ(DirBytes(dir_ / "s/packs"), pack_bytes);
+}
+
 // Compaction copies records as they are stored; one that fails its checks
 // is never copied, and its pack stays, as it was, for verify to report.
 TEST_F(GcTest, ADamagedRecordStopsTheCompactionOfItsPack) {

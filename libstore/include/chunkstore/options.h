@@ -33,6 +33,10 @@ struct S3Options {
   std::string secret_key;
   // Empty: $AWS_SESSION_TOKEN (optional, for temporary credentials).
   std::string session_token;
+  // Certificates (PEM) to trust for an https:// endpoint instead of the
+  // system's, for a private CA. Empty: $AWS_CA_BUNDLE, else $SSL_CERT_FILE,
+  // else the system's store. Certificates are always verified.
+  std::string ca_bundle;
   // Tries of one request on timeouts, 5xx answers and dropped connections,
   // with exponential backoff from 200 ms (default 6: about 6 s in all).
   int max_attempts = 6;

@@ -515,6 +515,7 @@ class S3BlobStore final : public BlobStore {
       Api().easy_setopt(h, CURLOPT_HTTPHEADER, headers);
       Api().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
       Api().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+      if (!opts_.ca_bundle.empty()) Api().easy_setopt(h, CURLOPT_CAINFO, opts_.ca_bundle.c_str());
       Api().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
       Api().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(opts_.stall_timeout_ms / 1000)));
       Api().easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
@@ -592,6 +593,8 @@ Result<S3Options> ResolveS3Options(const S3Options& given) {
   if (o.access_key.empty()) o.access_key = GetEnv("AWS_ACCESS_KEY_ID");
   if (o.secret_key.empty()) o.secret_key = GetEnv("AWS_SECRET_ACCESS_KEY");
   if (o.session_token.empty()) o.session_token = GetEnv("AWS_SESSION_TOKEN");
+  if (o.ca_bundle.empty()) o.ca_bundle = GetEnv("AWS_CA_BUNDLE");
+  if (o.ca_bundle.empty()) o.ca_bundle = GetEnv("SSL_CERT_FILE");
   if (o.access_key.empty() || o.secret_key.empty())
     return Status::InvalidArgument(
         "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
