@@ -93,6 +93,7 @@ class BucketPackSet final : public PackSet {
   Result<std::unique_ptr<FileLock>> LockForMaintenance(const std::string&) override {
     return std::unique_ptr<FileLock>(new NoLock);
   }
+  bool LockProvesNoWriter() const override { return false; }  // other machines take no lock here
   Status Remove(const std::string& name) override {
     if (!IsPackName(name)) return Status::Corruption("'" + name.substr(0, 64) + "' is not a pack name");
     return blobs_->Delete(PackKey(name));

@@ -343,7 +343,14 @@ Status Collector::RemoveOrphans() {
     const bool is_new = f.name.size() > 4 && f.name.compare(f.name.size() - 4, 4, ".new") == 0;
     // A .new file may be a pack being created this instant, not yet
     // locked: never younger than ten minutes, whatever the grace option.
-    const int64_t min_age = is_new ? std::max<int64_t>(o_.orphan_grace_seconds, 600) : o_.orphan_grace_seconds;
+    // A named pack is locked by its writer from before it had its name
+    // until its commit: where locks prove that, a free lock on a pack the
+    // log does not name (checked again below under the log's lock) means
+    // its writer died, and it goes at once, however young. Elsewhere (a
+    // bucket) only its age says so.
+    const int64_t min_age = is_new                           ? std::max<int64_t>(o_.orphan_grace_seconds, 600)
+                            : t_.packs->LockProvesNoWriter() ? 0
+                                                             : o_.orphan_grace_seconds;
     if (*now - f.modified < min_age) continue;
     Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(f.name);
     if (!lock.ok()) continue;  // a writer has it (or it is gone)

@@ -50,6 +50,7 @@ class LocalPackSet final : public PackSet {
       return Status::Corruption("'" + name.substr(0, 64) + "' is not a pack name");
     return env_->TryLockExistingFile(Path(name));
   }
+  bool LockProvesNoWriter() const override { return true; }
   Status Remove(const std::string& name) override {
     const bool fresh = name.size() > 4 && name.compare(name.size() - 4, 4, ".new") == 0;
     if (!IsPackName(fresh ? name.substr(0, name.size() - 4) : name))

@@ -98,6 +98,10 @@ class PackSet {
   // The exclusive right to rewrite or remove a pack: nobody appends to it
   // while the lock is held. Busy if a writer holds it; NotFound if gone.
   virtual Result<std::unique_ptr<FileLock>> LockForMaintenance(const std::string& name) = 0;
+  // Whether a maintenance lock proves that no writer has the pack: true
+  // where every writer holds its pack's lock from creation to commit (a
+  // directory's flocks), false where locks are not shared (a bucket).
+  virtual bool LockProvesNoWriter() const = 0;
   // Deletes a pack file (the caller holds its maintenance lock, or knows
   // nobody can use it).
   virtual Status Remove(const std::string& name) = 0;
