@@ -18,10 +18,16 @@ def main(exe, out_path):
     store = os.path.join(work, "store")
     cases = []
 
+    def shown(arg):
+        # As a shell would need it, with control characters visible.
+        if arg == "":
+            return "''"
+        return "".join(c if " " <= c != "\x7f" else "\\x%02x" % ord(c) if c != "\n" else "\\n" for c in arg)
+
     def run(label, args, stdin=None, expect=None):
         p = subprocess.run([exe, "--store", store] + args, input=stdin, capture_output=True, timeout=60)
         err = p.stderr.decode(errors="replace").strip().splitlines()
-        cases.append({"input": label, "command": "chunkstore " + " ".join(a.replace(work, "$W") for a in args),
+        cases.append({"input": label, "command": "chunkstore " + " ".join(shown(a).replace(work, "$W") for a in args),
                       "exit": p.returncode, "message": (err[0] if err else "").replace(work, "$W"),
                       "expected_exit": expect, "ok": expect is None or p.returncode == expect})
         return p
