@@ -109,11 +109,16 @@ class OutputFile {
     const fs::path real_parent = fs::canonical(parent, ec);
     if (ec) return Status::IOError("cannot write " + path + ": " + ec.message());
     if (!store_dir.empty() && store_dir.rfind("s3://", 0) != 0) {
-      const fs::path real_store = fs::canonical(store_dir, ec);
-      if (!ec) {
-        const auto rel = real_parent.lexically_relative(real_store);
-        if (!rel.empty() && *rel.begin() != "..")
-          return Status::InvalidArgument("refusing to write " + path + " inside the store directory " + store_dir);
+      // By device and inode, up from FILE's directory, so that no other
+      // name for the store (a symlink, a bind mount) gets past.
+      struct stat store_st;
+      if (::stat(store_dir.c_str(), &store_st) == 0) {
+        for (fs::path d = real_parent;; d = d.parent_path()) {
+          struct stat st;
+          if (::stat(d.c_str(), &st) == 0 && st.st_dev == store_st.st_dev && st.st_ino == store_st.st_ino)
+            return Status::InvalidArgument("refusing to write " + path + " inside the store directory " + store_dir);
+          if (d == d.parent_path()) break;
+        }
       }
     }
     dir_ = real_parent.string();
@@ -284,10 +289,17 @@ Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access ac
   // files) is still readable: opened read-only, the index is read as it
   // is and nothing is written. A change says plainly why it cannot be made.
   if (dir.rfind("s3://", 0) != 0 && ::access(dir.c_str(), W_OK) != 0 && (errno == EROFS || errno == EACCES)) {
-    const char* why = errno == EROFS ? "on a read-only file system" : "not writable by this user";
+    const bool media = errno == EROFS;
+    const char* why = media ? "on a read-only file system" : "not writable by this user";
     if (access != Access::kRead || rebuild)
       return Status::IOError("the store " + dir + " is read-only (" + why + "): this command would change it");
     o.read_only = true;
+    // Read-only media change for nobody; another user's store may be
+    // changing while it is read, without the locks this user cannot take.
+    if (!media && !g.quiet)
+      std::cerr << "chunkstore: note: " << Printable(dir)
+                << " is not writable by this user: its index is read as it is, without the store's locks "
+                   "(changes being made meanwhile may not show)\n";
   }
   Result<std::string> secret = StoreSecret(g);
   if (!secret.ok()) return secret.status();

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   gc->add_flag("-n,--dry-run", dry_run, "Report what would be reclaimed; change nothing");
   gc->add_option("--compact-below", compact_below, "Rewrite packs under this live fraction (0.5)")
       ->option_text("F");
-  gc->add_option("--orphan-grace", grace, "Age before stray pack files go (seconds, 3600)")
+  gc->add_option("--orphan-grace", grace, "Age before stray packs a lock cannot vouch for go (s, 3600)")
       ->option_text("S");
 
   std::vector<std::string> refs;

@@ -1,5 +1,7 @@
 // The Env implementations behave alike: files, temp files, locks, listing.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "chunkstore/env.h"
@@ -128,6 +130,47 @@ TEST_P(EnvTest, LocksExcludeEachOther) {
   EXPECT_TRUE(b.status().IsBusy());
   a->reset();
   EXPECT_TRUE(env_->TryLockFile(p).ok());
+}
+
+// Both Envs' locks are exact on a local directory: gc may take a free
+// lock as proof that no writer holds a pack.
+TEST_P(EnvTest, LocksAreExactOnALocalDirectory) { EXPECT_TRUE(env_->LocksAreExact(root_)); }
+
+// A lock waited for while its holder replaced the file is a lock on a
+// file nobody can find: the waiter must end up holding the file at the
+// path, not the old one.
+TEST(PosixEnv, ALockWaitedForAcrossAReplacementHoldsTheNewFile) {
+  testing::TempDir dir;
+  Env* env = Env::Posix();
+  const std::string p = dir / "LOCK", fresh = dir / "LOCK.new";
+  auto first = env->TryLockFile(p);
+  ASSERT_TRUE(first.ok());
+  Result<std::unique_ptr<FileLock>> waited = Status::IOError("not yet");
+  std::thread waiter([&] { waited = env->LockFile(p); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the waiter is in flock (or about to be)
+  testing::WriteFile(fresh, {});
+  ASSERT_TRUE(env->RenameFile(fresh, p).ok());
+  first->reset();
+  waiter.join();
+  ASSERT_TRUE(waited.ok()) << waited.status().ToString();
+  // The file now at p is the one held.
+  EXPECT_TRUE(env->TryLockExistingFile(p).status().IsBusy());
+  // A lock on a file removed meanwhile is refused, not taken.
+  auto held = env->TryLockFile(dir / "DATA");
+  ASSERT_TRUE(held.ok());
+  Result<std::unique_ptr<FileLock>> late = Status::IOError("not yet");
+  std::thread latecomer([&] {
+    for (int i = 0; i < 2000; ++i) {
+      late = env->TryLockExistingFile(dir / "DATA");
+      if (!late.status().IsBusy()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(env->RemoveFile(dir / "DATA").ok());
+  held->reset();
+  latecomer.join();
+  EXPECT_TRUE(late.status().IsNotFound()) << late.status().ToString();
 }
 
 }  // namespace

@@ -276,6 +276,25 @@ TEST_F(GcTest, ADeadWritersPackGoesAtOnceALiveOnesStays) {
   EXPECT_TRUE(ReadObject(*store_, "x").ok());
 }
 
+// Where locks cannot vouch for a writer's absence (a network or FUSE
+// file system), a stray pack waits out its grace however free its lock.
+TEST_F(GcTest, WhereLocksAreNotExactStrayPacksWaitOutTheirGrace) {
+  class Inexact : public EnvWrapper {
+   public:
+    using EnvWrapper::EnvWrapper;
+    bool LocksAreExact(const std::string&) override { return false; }
+  } env(Env::Posix());
+  Reopen(&env);
+  Put(RandomBytes(1000, 1), "x");
+  const std::string stray = dir_ / "s/packs/pack-00000000deadbeef.pack";
+  testing::WriteFile(stray, RandomBytes(100, 2));
+  ASSERT_TRUE(store_->Gc().ok());
+  EXPECT_TRUE(std::filesystem::exists(stray));
+  ASSERT_TRUE(store_->Gc(GcNow()).ok());
+  EXPECT_FALSE(std::filesystem::exists(stray));
+  store_.reset();
+}
+
 TEST_F(GcTest, ReaderOpenedBeforeCompactionStillReads) {
   const auto keep = RandomBytes(200000, 1);
   Put(RandomBytes(600000, 2), "drop");

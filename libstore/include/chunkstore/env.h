@@ -96,6 +96,14 @@ class Env {
   }
   // Blocking until the lock is free.
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+  // Whether the locks above, on files in dir, exclude every other holder
+  // in this and other processes, so that a lock taken proves nobody holds
+  // it. False (the default) where that is not known: network and FUSE
+  // file systems emulate or skip flock.
+  virtual bool LocksAreExact(const std::string& dir) {
+    (void)dir;
+    return false;
+  }
 };
 
 // An Env that forwards every call to another; subclass it to override a few
@@ -132,6 +140,7 @@ class EnvWrapper : public Env {
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
     return target_->LockFile(path);
   }
+  bool LocksAreExact(const std::string& dir) override { return target_->LocksAreExact(dir); }
 
  private:
   Env* target_;

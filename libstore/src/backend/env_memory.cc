@@ -197,6 +197,7 @@ class MemEnv final : public Env {
 
   // Locks belong to the file, not its name (as flock's do): a renamed
   // file stays locked.
+  bool LocksAreExact(const std::string&) override { return true; }  // one process, one table of locks
   Result<std::unique_ptr<FileLock>> TryLockFile(const std::string& path) override {
     std::lock_guard<std::mutex> l(mu_);
     const std::string key = LockKey(path);

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -211,22 +212,60 @@ class PosixEnv final : public Env {
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
     return Lock(path, LOCK_EX, true);
   }
+  bool LocksAreExact(const std::string& dir) override {
+    struct statfs fs;
+    if (::statfs(dir.c_str(), &fs) != 0) return false;
+    // flock is emulated (NFS: POSIX locks, per process, or none with
+    // local_lock), passed to a daemon (FUSE, 9p) or cluster-wide with its
+    // own rules on these; locks mean "nobody holds it" only elsewhere.
+    switch (static_cast<unsigned long>(fs.f_type)) {
+      case 0x6969:      // NFS
+      case 0x517b:      // SMB
+      case 0xff534d42:  // CIFS
+      case 0xfe534d42:  // SMB2
+      case 0x65735546:  // FUSE
+      case 0x00c36400:  // Ceph
+      case 0x01021997:  // 9p
+      case 0x5346414f:  // AFS
+      case 0x6b414653:  // kAFS
+      case 0x01161970:  // GFS2
+      case 0x7461636f:  // OCFS2
+      case 0x0bd00bd0:  // Lustre
+        return false;
+      default:
+        return true;
+    }
+  }
 
  private:
   Result<std::unique_ptr<FileLock>> Lock(const std::string& path, int op, bool create) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound("no such file " + path);
-      return ErrnoStatus("cannot open lock file", path, errno);
-    }
-    while (::flock(fd, op) != 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
+    for (int attempt = 0;; ++attempt) {
+      const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+      if (fd < 0) {
+        if (errno == ENOENT) return Status::NotFound("no such file " + path);
+        return ErrnoStatus("cannot open lock file", path, errno);
+      }
+      int err = 0;
+      while (::flock(fd, op) != 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      if (err != 0) {
+        ::close(fd);
+        if (err == EWOULDBLOCK) return Status::Busy(path + " is locked by another writer");
+        return ErrnoStatus("cannot lock", path, err);
+      }
+      // The file locked must still be the one at path: whoever held the
+      // lock before may have removed (or replaced) the file while this
+      // waited, and a lock on a file nobody can find protects nothing.
+      struct stat held, named;
+      if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+          held.st_dev == named.st_dev)
+        return std::unique_ptr<FileLock>(new PosixLock(fd));
       ::close(fd);
-      if (err == EWOULDBLOCK) return Status::Busy(path + " is locked by another writer");
-      return ErrnoStatus("cannot lock", path, err);
+      if (!create || attempt >= 100) return Status::NotFound(path + " was removed while it was being locked");
     }
-    return std::unique_ptr<FileLock>(new PosixLock(fd));
   }
 };
 

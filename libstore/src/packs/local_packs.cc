@@ -24,7 +24,7 @@ namespace {
 class LocalPackSet final : public PackSet {
  public:
   LocalPackSet(Env* env, std::string dir, IndexHandle* index, LocalPackOptions options)
-      : PackSet(index), env_(env), dir_(std::move(dir)), options_(options) {}
+      : PackSet(index), env_(env), dir_(std::move(dir)), options_(options), locks_exact_(env_->LocksAreExact(dir_)) {}
 
   Result<std::unique_ptr<File>> Open(const std::string& name, uint64_t) override {
     if (!IsPackName(name)) return Status::Corruption("'" + name.substr(0, 64) + "' is not a pack name");
@@ -50,7 +50,7 @@ class LocalPackSet final : public PackSet {
       return Status::Corruption("'" + name.substr(0, 64) + "' is not a pack name");
     return env_->TryLockExistingFile(Path(name));
   }
-  bool LockProvesNoWriter() const override { return true; }
+  bool LockProvesNoWriter() const override { return locks_exact_; }
   Status Remove(const std::string& name) override {
     const bool fresh = name.size() > 4 && name.compare(name.size() - 4, 4, ".new") == 0;
     if (!IsPackName(fresh ? name.substr(0, name.size() - 4) : name))
@@ -68,6 +68,7 @@ class LocalPackSet final : public PackSet {
   Env* env_;
   std::string dir_;
   LocalPackOptions options_;
+  bool locks_exact_;  // a free flock here proves no writer has the pack
   std::mutex idle_mu_;
   // Writers between publishes: file open, lock released (so a gc in
   // another process may compact the pack meanwhile).
