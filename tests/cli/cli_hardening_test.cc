@@ -288,6 +288,13 @@ TEST_F(Cli, EveryFileOfAStoreIsPrivateToItsOwner) {
   }
   // The index and its WAL were among them.
   EXPECT_NE(std::find(files.begin(), files.end(), "index.db"), files.end());
+  // An index an older version left readable by all is made private by the
+  // next command that may write.
+  fs::permissions(store() + "/index.db", fs::perms::others_read | fs::perms::group_read, fs::perm_options::add);
+  ASSERT_EQ(Cs({"tag", "small", "again"}).code, 0);
+  struct stat st;
+  ASSERT_EQ(::stat((store() + "/index.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 // Runs the command as a user who cannot write the store: `nobody` when

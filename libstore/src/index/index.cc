@@ -5,6 +5,7 @@
 #include "index/index.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -121,6 +122,17 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOp
       }
     }
     if (options.read_only) uri += "?immutable=1";
+  }
+  if (!memory && !options.read_only) {
+    // Indexes made before the rule below are made private on their first
+    // writable open (SQLite gives -wal and -shm the index's mode when it
+    // creates them; existing ones are fixed here too).
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      const std::string file = path + suffix;
+      struct stat st;
+      if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0)
+        ::chmod(file.c_str(), st.st_mode & 0700);
+    }
   }
   if (options.create && !memory && !options.read_only) {
     // SQLite would create the file 0644 (less the umask) and give -wal and
