@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -234,6 +237,37 @@ class Progress {
   bool shown_ = false;
 };
 
+// Set by SIGINT, SIGTERM or SIGHUP during a publish: the batch stops at
+// its next read and is dropped, pack bytes and all. A second signal ends
+// the process at once.
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void OnInterrupt(int sig) {
+  if (g_interrupted.exchange(true)) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
+// Installs OnInterrupt for the life of a publish; without SA_RESTART, so a
+// read of stdin waiting for input returns EINTR.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~InterruptGuard() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
+
 // Standard input straight from its descriptor: a read error (EIO, or
 // EISDIR when stdin is a directory) fails the publish instead of ending
 // the input early, as an istream would.
@@ -241,6 +275,7 @@ Result<size_t> ReadStdin(void* buf, size_t n) {
   for (;;) {
     const ssize_t got = ::read(STDIN_FILENO, buf, n);
     if (got >= 0) return static_cast<size_t>(got);
+    if (errno == EINTR && g_interrupted.load()) return Status::IOError("interrupted");
     if (errno != EINTR) return Status::IOError(std::string("cannot read standard input: ") + std::strerror(errno));
   }
 }
@@ -426,8 +461,17 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
                   kFailure);
     }
   }
+  InterruptGuard guard;
   OPEN_OR_FAIL(store, Access::kCreate);
   auto batch = store.NewBatch();
+  batch->SetCancel(&g_interrupted);
+  // What an interrupted publish says, once its batch (and what it wrote)
+  // is gone: 128 + SIGINT, as a shell reports it.
+  auto interrupted = [&] {
+    batch.reset();
+    std::cerr << "chunkstore: interrupted: nothing was published\n";
+    return 130;
+  };
   std::unique_ptr<Progress> progress;
   const bool has_stdin = std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return i.path == "-"; });
   if (may_show_progress && (total > (8u << 20) || has_stdin)) {
@@ -442,12 +486,14 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
     auto r = in.path == "-" ? batch->AddPull(ReadStdin, in.name) : batch->AddFile(in.path, in.name);
     if (!r.ok()) {
       progress.reset();
+      if (g_interrupted.load()) return interrupted();
       // Problems with an input are failures (1); damaged store data is 4.
       return Fail(r.status(), r.status().IsCorruption() ? kIntegrity : kFailure);
     }
   }
   auto done = batch->Commit();
   progress.reset();
+  if (!done.ok() && g_interrupted.load()) return interrupted();
   if (!done.ok()) return Fail(done.status(), kFailure);
   if (g.json) {
     Json j;

@@ -253,6 +253,55 @@ TEST_F(Cli, AKilledCatLeavesNoFileBehind) {
   EXPECT_EQ(Entries(dir_ / "out"), std::set<std::string>{"big"});
 }
 
+// Ctrl-C (or SIGTERM) during a publish drops what it wrote: no pack is
+// left behind, nothing is published, the exit code is 128 + SIGINT.
+TEST_F(Cli, AnInterruptedPublishLeavesNothingBehind) {
+  ASSERT_EQ(Cs({"publish", "--name", "before", Write("before", RandomBytes(3u << 20, 17))}).code, 0);
+  const auto packs_before = PackFiles(store());
+  for (int sig : {SIGINT, SIGTERM}) {
+    // A pipe whose write end this test keeps open: the publish waits for
+    // more input when the signal comes.
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    std::vector<std::string> args = {CHUNKSTORE_CLI, "--store", store(), "publish", "--name", "cut", "-"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string err = dir_ / "interrupt-err";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[0], 0);
+    posix_spawn_file_actions_addclose(&fa, p[1]);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(p[0]);
+    const int w = p[1];
+    // Enough for whole chunks to reach a new pack; then the input stalls
+    // (the writer stays open) and the signal comes.
+    const auto data = RandomBytes(6u << 20, 18 + sig);
+    for (size_t at = 0; at < data.size();) {
+      const ssize_t n = ::write(w, data.data() + at, data.size() - at);
+      ASSERT_GT(n, 0);
+      at += static_cast<size_t>(n);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ::close(w);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 130);
+    EXPECT_NE(Slurp(err).find("interrupted: nothing was published"), std::string::npos) << Slurp(err);
+    EXPECT_EQ(PackFiles(store()), packs_before) << "signal " << sig;
+    EXPECT_EQ(Cs({"log", "cut"}).code, 3);
+  }
+  Outcome v = Cs({"verify"});
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_EQ(v.out.find("orphan"), std::string::npos) << v.out;
+}
+
 TEST_F(Cli, ControlCharactersInMessagesAndPathsAreEscaped) {
   const std::string odd = dir_ / "line\nbreak\x1b[31m";
   testing::WriteFile(odd, RandomBytes(10, 12));

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -99,6 +101,56 @@ Options Watched(WatchedEnv* env, unsigned threads) {
   o.threads = threads;
   o.cache_bytes = 0;  // every read verifies, through the pack
   return o;
+}
+
+// A read that is not a whole read (it starts at byte 1) proves each chunk
+// by its own SHA-256; the chunks read ahead are hashed two at a time. One
+// of them damaged in its pack (stored raw, so only its SHA-256 covers it)
+// fails the read when it is reached, and none of its bytes come out, with
+// one worker or two.
+TEST(ReadAhead, AChunkReadAheadThatFailsItsSha256IsNeverHandedOut) {
+  for (unsigned threads : {1u, 2u}) {
+    TempDir dir;
+    WatchedEnv env(Env::Posix());
+    auto store = *Store::Open(dir / "s", Watched(&env, threads));
+    const auto data = RandomBytes(400000, 84);
+    auto r = store->PublishBytes(data.data(), data.size());
+    ASSERT_TRUE(r.ok());
+    const auto chunks = *store->Chunks(r->id);
+    ASSERT_GE(chunks.size(), 6u);
+    const auto records = RecordOffsets({chunks});
+    const size_t bad = 3;
+    std::string pack;
+    for (const auto& e : std::filesystem::directory_iterator(dir / "s/packs")) pack = e.path().string();
+    {
+      std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(static_cast<std::streamoff>(records[bad] + 64 + chunks[bad].length / 2));
+      char c = 0;
+      f.read(&c, 1);
+      c = static_cast<char>(c ^ 0x10);
+      f.seekp(static_cast<std::streamoff>(records[bad] + 64 + chunks[bad].length / 2));
+      f.write(&c, 1);
+    }
+    auto reader = std::move(*store->OpenReader(r->id));
+    ASSERT_TRUE(reader->Seek(1).ok());
+    std::vector<uint8_t> got(data.size());
+    size_t done = 1;
+    Status failed;
+    while (done < data.size()) {
+      auto n = reader->Read(got.data() + done, std::min<size_t>(4096, data.size() - done));
+      if (!n.ok()) {
+        failed = n.status();
+        break;
+      }
+      ASSERT_GT(*n, 0u);
+      done += *n;
+    }
+    EXPECT_TRUE(failed.IsCorruption()) << threads << " threads: " << failed.ToString();
+    EXPECT_NE(failed.message().find(chunks[bad].id.substr(0, 16)), std::string::npos) << failed.message();
+    // Nothing of the damaged chunk, and only true bytes before it.
+    EXPECT_LE(done, chunks[bad].offset) << threads << " threads";
+    EXPECT_TRUE(std::equal(got.begin() + 1, got.begin() + static_cast<std::ptrdiff_t>(done), data.begin() + 1));
+  }
 }
 
 TEST(ReadAhead, ABackwardSeekWaitsForTheTasksItDrops) {

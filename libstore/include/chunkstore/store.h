@@ -21,6 +21,7 @@
 // within a pack file.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <istream>
@@ -347,6 +348,12 @@ class Batch {
   // Called with the total input bytes read so far, from the publishing
   // thread, at most every few hundred KiB. Set before Add*.
   void SetProgress(std::function<void(uint64_t bytes)> progress);
+  // Once *cancelled is true (set from any thread, or a signal handler),
+  // the Add reading input fails at its next read with IOError
+  // "interrupted", and so do later Adds and Commit; a Commit already
+  // under way finishes. Destroying the failed batch drops the pack bytes
+  // it wrote. cancelled must outlive the batch (nullptr: never).
+  void SetCancel(const std::atomic<bool>* cancelled);
   // Makes every added object visible at once, durably. After Commit (or a
   // failed Add), the batch accepts nothing more.
   Result<std::vector<PublishResult>> Commit();

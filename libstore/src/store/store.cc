@@ -213,6 +213,24 @@ class ProgressSource final : public Source {
   uint64_t reported_ = 0;
 };
 
+// Fails the read in progress once a batch is cancelled.
+class CancelSource final : public Source {
+ public:
+  CancelSource(Source& in, const std::atomic<bool>* cancelled) : in_(in), cancelled_(cancelled) {}
+  Result<size_t> Read(uint8_t* buf, size_t n) override {
+    if (cancelled_->load(std::memory_order_relaxed)) return Status::IOError("interrupted");
+    return in_.Read(buf, n);
+  }
+  const uint8_t* Whole() const override { return in_.Whole(); }  // in memory already: nothing to wait for
+  std::optional<uint64_t> Size() const override { return in_.Size(); }
+  std::string Describe() const override { return in_.Describe(); }
+  bool Rewind(uint64_t offset) override { return in_.Rewind(offset); }
+
+ private:
+  Source& in_;
+  const std::atomic<bool>* cancelled_;
+};
+
 }  // namespace
 
 struct Batch::Impl {
@@ -221,13 +239,23 @@ struct Batch::Impl {
   bool failed = false;
   std::function<void(uint64_t)> progress;
   uint64_t progress_total = 0;
+  const std::atomic<bool>* cancelled = nullptr;
   std::unique_ptr<FilePrefetcher> prefetch;
+
+  bool Cancelled() const { return cancelled && cancelled->load(std::memory_order_relaxed); }
 
   Result<PublishResult> Add(Source& src_in, const std::string& name) {
     if (failed) return Status::InvalidArgument("the batch already failed or was committed");
+    if (Cancelled()) {
+      failed = true;
+      return Status::IOError("interrupted");
+    }
+    std::optional<CancelSource> guarded;
+    if (cancelled) guarded.emplace(src_in, cancelled);
+    Source& src_c = guarded ? static_cast<Source&>(*guarded) : src_in;
     std::optional<ProgressSource> counted;
-    if (progress) counted.emplace(src_in, progress, &progress_total);
-    Source& src = counted ? static_cast<Source&>(*counted) : src_in;
+    if (progress) counted.emplace(src_c, progress, &progress_total);
+    Source& src = counted ? static_cast<Source&>(*counted) : src_c;
     Result<PublishResult> r = session.AddSource(src, name);
     if (!r.ok()) failed = true;
     return r;
@@ -300,9 +328,12 @@ void Batch::SetProgress(std::function<void(uint64_t)> progress) {
   impl_->progress = std::move(progress);
 }
 
+void Batch::SetCancel(const std::atomic<bool>* cancelled) { impl_->cancelled = cancelled; }
+
 Result<std::vector<PublishResult>> Batch::Commit() {
   if (impl_->failed) return Status::InvalidArgument("the batch already failed or was committed");
   impl_->failed = true;
+  if (impl_->Cancelled()) return Status::IOError("interrupted");
   impl_->prefetch.reset();
   CHUNKSTORE_RETURN_IF_ERROR(impl_->session.Commit());
   return impl_->session.results();
