@@ -214,7 +214,24 @@ along and still gives OpenSSL's digest of each).
     mutants_runs = sorted(glob.glob(os.path.join(ROOT, "docs", "measurements", "mutants-*.json")))
     if mutants_runs:
         mut = load(os.path.dirname(mutants_runs[-1]), os.path.basename(mutants_runs[-1]))
-        rows = "\n".join(f"| `{r['id']}` | {r['why']} | {r['verdict']} |" for r in mut["results"])
+        # Mutants run again alone (scripts/mutants.py --only) after the full
+        # run, once a survivor got its test: shown beside the full run's
+        # verdict, never in place of it.
+        rechecked = {}
+        for path in sorted(glob.glob(os.path.join(ROOT, "docs", "measurements", "mutant-rechecks-*.json"))):
+            again = load(os.path.dirname(path), os.path.basename(path))
+            if again["date"] < mut["date"]:
+                continue
+            for r in again["results"]:
+                rechecked[r["id"]] = (r["verdict"], again["commit"], os.path.relpath(path, os.path.join(ROOT, "docs")))
+
+        def verdict(r):
+            if r["id"] not in rechecked or rechecked[r["id"]][0] == r["verdict"]:
+                return r["verdict"]
+            v, commit, path = rechecked[r["id"]]
+            return f"{r['verdict']}; {v} when run again alone at {commit} (`{path}`)"
+
+        rows = "\n".join(f"| `{r['id']}` | {r['why']} | {verdict(r)} |" for r in mut["results"])
         parts.append(f"""## Mutation testing
 
 Do the tests fail when it matters? `scripts/mutants.py` puts one
