@@ -232,6 +232,11 @@ along and still gives OpenSSL's digest of each).
             return f"{r['verdict']}; {v} when run again alone at {commit} (`{path}`)"
 
         rows = "\n".join(f"| `{r['id']}` | {r['why']} | {verdict(r)} |" for r in mut["results"])
+        recheck_note = ""
+        if rechecked:
+            recheck_note = (f" Run again alone since ({len(rechecked)}: survivors that got a test, and mutants "
+                            "in code changed after the full run): " +
+                            ", ".join(f"`{k}` {v[0]}" for k, v in sorted(rechecked.items())) + ".")
         parts.append(f"""## Mutation testing
 
 Do the tests fail when it matters? `scripts/mutants.py` puts one
@@ -243,7 +248,7 @@ does not catch fails the run. CI runs the mutants marked quick; the full
 list runs before a release (about {max(1, round(mut['seconds'] / 60))} minutes on two cores).
 
 Last full run: {mut['date']} at {mut['commit']} (`{os.path.relpath(mutants_runs[-1], os.path.join(ROOT, "docs"))}`):
-**{mut['caught']} of {mut['mutants']} caught**.
+**{mut['caught']} of {mut['mutants']} caught**.{recheck_note}
 
 | mutant | the bug | verdict |
 |---|---|---|
