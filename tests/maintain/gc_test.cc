@@ -138,63 +138,50 @@ TEST_F(GcTest, ADamagedManifestStopsGcBeforeItFreesAnything) {
 
 // A damaged manifest in the change log itself (the truth gc decides from):
 // gc stops before it removes anything.
-TEST_F(GcTest, ADamagedManifestInTheLogStopsGcBeforeItFreesAnything) {
-  const auto a = RandomBytes(300000, 43), b = RandomBytes(300000, 44);
-  const std::string ida = Put(a, "a");
-  Put(b, "b");
-  ASSERT_TRUE(store_->RemoveName("b").ok());
-  store_.reset();
-  testing::RewriteLog(dir_ / "s", [&](internal::ChangeSet& c) {
+// Publishes "a" and a removed "b", rewrites a's row in the log with edit,
+// rebuilds the index from the log, then runs gc: it must stop with a
+// corruption naming a (its message holding `why`) and free nothing.
+void ExpectGcStopsOnForgedRow(testing::TempDir& dir, std::unique_ptr<Store>& store, uint64_t seed,
+                              const std::function<void(internal::ObjectRow&)>& edit, const std::string& why) {
+  const auto a = RandomBytes(300000, seed), b = RandomBytes(300000, seed + 1);
+  auto put = store->PublishBytes(a.data(), a.size(), "a");
+  ASSERT_TRUE(put.ok() && store->PublishBytes(b.data(), b.size(), "b").ok());
+  const std::string ida = put->id;
+  ASSERT_TRUE(store->RemoveName("b").ok());
+  store.reset();
+  testing::RewriteLog(dir / "s", [&](internal::ChangeSet& c) {
     for (auto& o : c.objects)
-      if (o.id.ObjectId() == ida) o.manifest[o.manifest.size() / 2] ^= 1;
+      if (o.id.ObjectId() == ida) edit(o);
   });
   Options o = testing::SmallChunks();
   o.rebuild_index = true;
-  store_ = *Store::Open(dir_ / "s", o);
-  store_.reset();
+  store = *Store::Open(dir / "s", o);
+  store.reset();
   const std::string counts = "SELECT count(*) FROM objects; SELECT count(*) FROM chunks; SELECT count(*) FROM packs";
-  const std::string before = testing::Sql(dir_ / "s", counts);
-  const uint64_t pack_bytes = DirBytes(dir_ / "s/packs");
-  Reopen();
-  auto gc = store_->Gc(GcNow());
+  const std::string before = testing::Sql(dir / "s", counts);
+  const uint64_t pack_bytes = DirBytes(dir / "s/packs");
+  store = *Store::Open(dir / "s", testing::SmallChunks());
+  auto gc = store->Gc(GcNow());
   ASSERT_FALSE(gc.ok());
   EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
   EXPECT_EQ(gc.status().object_id(), ida);
-  EXPECT_NE(gc.status().message().find("damaged manifest"), std::string::npos) << gc.status().message();
-  store_.reset();
-  EXPECT_EQ(testing::Sql(dir_ / "s", counts), before);
-  EXPECT_EQ(DirBytes(dir_ / "s/packs"), pack_bytes);
+  EXPECT_NE(gc.status().message().find(why), std::string::npos) << gc.status().message();
+  store.reset();
+  EXPECT_EQ(testing::Sql(dir / "s", counts), before);
+  EXPECT_EQ(DirBytes(dir / "s/packs"), pack_bytes);
+}
+
+TEST_F(GcTest, ADamagedManifestInTheLogStopsGcBeforeItFreesAnything) {
+  ExpectGcStopsOnForgedRow(
+      dir_, store_, 43, [](internal::ObjectRow& o) { o.manifest[o.manifest.size() / 2] ^= 1; }, "damaged manifest");
 }
 
 // A chunked object whose log row claims no chunks would pass for inline
 // content; its bytes (a chunk list) fail the inline check, and gc stops
 // instead of freeing the chunks it still needs.
 TEST_F(GcTest, AChunkListPassedOffAsInlineContentStopsGc) {
-  const auto a = RandomBytes(300000, 45), b = RandomBytes(300000, 46);
-  const std::string ida = Put(a, "a");
-  Put(b, "b");
-  ASSERT_TRUE(store_->RemoveName("b").ok());
-  store_.reset();
-  testing::RewriteLog(dir_ / "s", [&](internal::ChangeSet& c) {
-    for (auto& o : c.objects)
-      if (o.id.ObjectId() == ida) o.chunk_count = 0;
-  });
-  Options o = testing::SmallChunks();
-  o.rebuild_index = true;
-  store_ = *Store::Open(dir_ / "s", o);
-  store_.reset();
-  const std::string counts = "SELECT count(*) FROM objects; SELECT count(*) FROM chunks; SELECT count(*) FROM packs";
-  const std::string before = testing::Sql(dir_ / "s", counts);
-  const uint64_t pack_bytes = DirBytes(dir_ / "s/packs");
-  Reopen();
-  auto gc = store_->Gc(GcNow());
-  ASSERT_FALSE(gc.ok());
-  EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
-  EXPECT_EQ(gc.status().object_id(), ida);
-  EXPECT_NE(gc.status().message().find("damaged inline content"), std::string::npos) << gc.status().message();
-  store_.reset();
-  EXPECT_EQ(testing::Sql(dir_ / "s", counts), before);
-  EXPECT_EQ(DirBytes(dir_ / "s/packs"), pack_bytes);
+  ExpectGcStopsOnForgedRow(
+      dir_, store_, 45, [](internal::ObjectRow& o) { o.chunk_count = 0; }, "damaged inline content");
 }
 
 // Compaction copies records as they are stored; one that fails its checks
