@@ -161,7 +161,8 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
     j.BeginObject().Key("dry_run").Bool(dry_run).Key("bytes_reclaimed").Num(r->bytes_reclaimed);
     j.Key("objects_removed").Num(r->objects_removed).Key("chunks_removed").Num(r->chunks_removed);
     j.Key("packs_deleted").Num(r->packs_deleted).Key("packs_compacted").Num(r->packs_compacted);
-    j.Key("packs_skipped").Num(r->packs_skipped).EndObject();
+    j.Key("packs_skipped").Num(r->packs_skipped).Key("packs_left_for_space").Num(r->packs_left_for_space);
+    j.Key("space_needed").Num(r->space_needed).EndObject();
     Print(j.str() + "\n");
   } else if (!g.quiet) {
     Print(std::string(dry_run ? "would reclaim " : "reclaimed ") + HumanSize(r->bytes_reclaimed) + ": " +
@@ -170,6 +171,10 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
           std::to_string(r->packs_compacted) + " compacted" +
           (r->packs_skipped ? ", " + std::to_string(r->packs_skipped) + " busy packs skipped" : "") + "\n");
   }
+  if (r->packs_left_for_space && !g.quiet)
+    std::cerr << "chunkstore: note: " << r->packs_left_for_space
+              << " sparse packs were not compacted: the disk is too full (compacting the largest needs "
+              << HumanSize(r->space_needed) << " free); free some space and run gc again\n";
   return kOk;
 }
 
@@ -221,7 +226,8 @@ int CmdStats(const Globals& g) {
     j.Key("stored_bytes").Num(st->stored_bytes).Key("dedupe_ratio").Real(st->dedupe_ratio());
     j.Key("inline_objects").Num(st->inline_objects).Key("inline_bytes").Num(st->inline_bytes);
     j.Key("compression_ratio").Real(st->compression_ratio()).Key("pack_count").Num(st->pack_count);
-    j.Key("pack_bytes").Num(st->pack_bytes).Key("garbage_bytes").Num(st->garbage_bytes).EndObject();
+    j.Key("pack_bytes").Num(st->pack_bytes).Key("garbage_bytes").Num(st->garbage_bytes);
+    j.Key("uncommitted_bytes").Num(st->uncommitted_bytes).EndObject();
     Print(j.str() + "\n");
     return kOk;
   }
@@ -234,7 +240,10 @@ int CmdStats(const Globals& g) {
         "\nlogical bytes:     " + HumanSize(st->logical_bytes) + "\nunique bytes:      " +
         HumanSize(st->unique_bytes) + "\nstored bytes:      " + HumanSize(st->stored_bytes) + "\n" +
         ratios + "packs:             " + std::to_string(st->pack_count) + " (" +
-        HumanSize(st->pack_bytes) + ")\ngarbage:           " + HumanSize(st->garbage_bytes) + "\n");
+        HumanSize(st->pack_bytes) + ")\ngarbage:           " + HumanSize(st->garbage_bytes) + "\n" +
+        (st->uncommitted_bytes ? "uncommitted:       " + HumanSize(st->uncommitted_bytes) +
+                                     " (writers at work, or left by one gc cannot yet prove gone)\n"
+                               : std::string()));
   return kOk;
 }
 

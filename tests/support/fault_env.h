@@ -42,11 +42,19 @@ class FaultEnv : public EnvWrapper {
   void FailAt(int n, bool no_space = false, bool short_write = false) {
     count_ = 0;
     fail_at_ = n;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      failed_op_.clear();
+    }
     no_space_ = no_space;
     short_write_ = short_write;
     crash_ = false;
     kill_at_ = 0;
   }
+  // A disk with no room left, from now until Full(false): every write and
+  // every new file fails with ENOSPC, and FreeSpace says 0.
+  void Full(bool on) { full_ = on; }
+
   // Fails the n-th operation and every one after it, as a crashed process
   // would stop doing anything.
   void CrashAt(int n) {
@@ -123,17 +131,37 @@ class FaultEnv : public EnvWrapper {
     nodes_ = std::move(again);
   }
 
+  // What FreeSpace reports from now on (UINT64_MAX: the real answer).
+  void SetFreeSpace(uint64_t bytes) { free_space_ = bytes; }
+  uint64_t FreeSpace(const std::string& path) override {
+    if (full_) return 0;
+    return free_space_ == UINT64_MAX ? EnvWrapper::FreeSpace(path) : free_space_.load();
+  }
+
   int count() const { return count_; }
   bool fired() const { return fired_; }
+  // The operation FailAt's n-th was, once it failed ("write", "sync", ...).
+  std::string failed_op() {
+    std::lock_guard<std::mutex> l(mu_);
+    return failed_op_;
+  }
 
   // Counts one operation; returns the error when it is the one to fail.
   Status Tick(const std::string& what) {
+    // A full disk refuses new bytes and new files; opening, renaming,
+    // truncating and syncing what is there still work.
+    if (full_ && (what.rfind("write", 0) == 0 || what.rfind("create", 0) == 0))
+      return Status::NoSpace("cannot " + what + ": the disk is full (injected)");
     const int n = ++count_;
     if (kill_at_ != 0 && n == kill_at_) ::raise(SIGKILL);
     if (std::getenv("FAULT_TRACE")) std::fprintf(stderr, "op %d: %s%s\n", n, what.c_str(), fail_at_ && n >= fail_at_ ? " FAIL" : "");
     if (fail_at_ != 0 && (n == fail_at_ || (crash_ && n > fail_at_))) {
+      if (n == fail_at_) {
+        std::lock_guard<std::mutex> l(mu_);
+        failed_op_ = what;
+      }
       fired_ = true;
-      return no_space_ ? Status::IOError("cannot " + what + ": No space left on device (injected)")
+      return no_space_ ? Status::NoSpace("cannot " + what + ": the disk is full (injected)")
                        : Status::IOError("cannot " + what + ": Input/output error (injected)");
     }
     return Status::OK();
@@ -283,6 +311,9 @@ class FaultEnv : public EnvWrapper {
 
   std::atomic<int> count_{0};
   int fail_at_ = 0;
+  std::atomic<uint64_t> free_space_{UINT64_MAX};
+  std::atomic<bool> full_{false};
+  std::string failed_op_;
   int kill_at_ = 0;
   bool no_space_ = false;
   bool short_write_ = false;

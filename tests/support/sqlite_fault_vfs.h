@@ -19,9 +19,14 @@ class SqliteFaults {
     disk_full() = full;
   }
   static int Count() { return count(); }
+  // A disk with no room left, from now until Full(false): every write and
+  // truncate fails with SQLITE_FULL, and the -shm file cannot be made
+  // (SQLITE_IOERR_SHMSIZE, what SQLite says when it cannot grow it).
+  static void Full(bool on) { always_full() = on; }
 
   // Returns the error to report for this operation, or SQLITE_OK.
   static int Tick(int io_error) {
+    if (always_full()) return SQLITE_FULL;
     const int n = ++count();
     if (fail_at() != 0 && n == fail_at()) return disk_full() ? SQLITE_FULL : io_error;
     return SQLITE_OK;
@@ -51,6 +56,7 @@ class SqliteFaults {
   static std::atomic<int>& count() { static std::atomic<int> v{0}; return v; }
   static std::atomic<int>& fail_at() { static std::atomic<int> v{0}; return v; }
   static std::atomic<bool>& disk_full() { static std::atomic<bool> v{false}; return v; }
+  static std::atomic<bool>& always_full() { static std::atomic<bool> v{false}; return v; }
   static sqlite3_vfs*& real() { static sqlite3_vfs* v = nullptr; return v; }
   static sqlite3_vfs*& installed_vfs() { static sqlite3_vfs* v = nullptr; return v; }
   static sqlite3_file* In(sqlite3_file* f) { return reinterpret_cast<Wrapped*>(f)->inner; }
@@ -77,6 +83,7 @@ class SqliteFaults {
   static int SectorSize(sqlite3_file* f) { return In(f)->pMethods->xSectorSize(In(f)); }
   static int DeviceCharacteristics(sqlite3_file* f) { return In(f)->pMethods->xDeviceCharacteristics(In(f)); }
   static int ShmMap(sqlite3_file* f, int i, int sz, int ext, void volatile** p) {
+    if (always_full()) return SQLITE_IOERR_SHMSIZE;
     return In(f)->pMethods->xShmMap(In(f), i, sz, ext, p);
   }
   static int ShmLock(sqlite3_file* f, int o, int n, int fl) { return In(f)->pMethods->xShmLock(In(f), o, n, fl); }
@@ -104,6 +111,7 @@ class ScopedSqliteFaults {
   ScopedSqliteFaults() { SqliteFaults::Install(); }
   ~ScopedSqliteFaults() {
     SqliteFaults::FailAt(0);
+    SqliteFaults::Full(false);
     SqliteFaults::Uninstall();
   }
 };

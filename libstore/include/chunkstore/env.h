@@ -104,6 +104,13 @@ class Env {
     (void)dir;
     return false;
   }
+  // Bytes this process may still write on the file system holding path;
+  // UINT64_MAX where that is not known. Only a guide: space can go to
+  // others between the question and the write.
+  virtual uint64_t FreeSpace(const std::string& path) {
+    (void)path;
+    return UINT64_MAX;
+  }
 };
 
 // An Env that forwards every call to another; subclass it to override a few
@@ -141,6 +148,7 @@ class EnvWrapper : public Env {
     return target_->LockFile(path);
   }
   bool LocksAreExact(const std::string& dir) override { return target_->LocksAreExact(dir); }
+  uint64_t FreeSpace(const std::string& path) override { return target_->FreeSpace(path); }
 
  private:
   Env* target_;

@@ -25,6 +25,7 @@ enum class Code {
   kBusy,             // another thread or process holds what is needed
   kUnsupported,      // e.g. a store written by a newer format version
   kPermissionDenied, // the storage service refused the credentials or access
+  kNoSpace,          // the disk (or the user's quota) is full; nothing was changed
 };
 
 // A one-word name for a code ("not found", "corruption", ...).
@@ -45,6 +46,7 @@ class Status {
   static Status PermissionDenied(std::string msg) {
     return Status(Code::kPermissionDenied, std::move(msg));
   }
+  static Status NoSpace(std::string msg) { return Status(Code::kNoSpace, std::move(msg)); }
   // object_id is "sha256:<hex>" (may be empty when unknown); chunk_id is hex.
   static Status Corruption(std::string msg, std::string object_id = {},
                            std::string chunk_id = {}) {
@@ -63,6 +65,7 @@ class Status {
   bool IsBusy() const { return code_ == Code::kBusy; }
   bool IsUnsupported() const { return code_ == Code::kUnsupported; }
   bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
+  bool IsNoSpace() const { return code_ == Code::kNoSpace; }
 
   const std::string& message() const { return message_; }
   const std::string& object_id() const { return object_id_; }

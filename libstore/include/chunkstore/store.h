@@ -90,6 +90,8 @@ struct GcReport {
   uint64_t packs_deleted = 0;
   uint64_t packs_compacted = 0;
   uint64_t packs_skipped = 0;      // held by a writer right now; next gc takes them
+  uint64_t packs_left_for_space = 0;  // sparse packs not compacted: the disk lacked room for their live data
+  uint64_t space_needed = 0;       // free bytes the largest of those needs
   uint64_t bytes_reclaimed = 0;    // file bytes freed (or that would be)
 };
 
@@ -133,7 +135,10 @@ struct StoreStats {
   uint64_t inline_bytes = 0;   // their content
   uint64_t pack_count = 0;
   uint64_t pack_bytes = 0;     // size of committed pack data
-  uint64_t garbage_bytes = 0;  // pack bytes no indexed chunk uses
+  uint64_t garbage_bytes = 0;  // pack bytes no indexed chunk uses, and those a killed
+                               // writer left (where its free lock proves it gone)
+  uint64_t uncommitted_bytes = 0;  // pack bytes of writers at work (not yet in the log),
+                                   // or left by one not provably gone
   double dedupe_ratio() const { return unique_bytes ? double(logical_bytes) / unique_bytes : 1.0; }
   double compression_ratio() const {
     const uint64_t payload = stored_bytes - chunks * 64;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,10 @@ namespace chunkstore {
 namespace {
 
 Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
+  // A full disk is its own code: callers tell it apart (a read can go on
+  // without the space a write needs), and people are told it in words.
+  if (err == ENOSPC || err == EDQUOT)
+    return Status::NoSpace(what + " " + path + ": the disk is full (" + std::strerror(err) + ")");
   return Status::IOError(what + " " + path + ": " + std::strerror(err));
 }
 
@@ -211,6 +216,11 @@ class PosixEnv final : public Env {
   }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
     return Lock(path, LOCK_EX, true);
+  }
+  uint64_t FreeSpace(const std::string& path) override {
+    struct statvfs fs;
+    if (::statvfs(path.c_str(), &fs) != 0) return UINT64_MAX;
+    return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
   }
   bool LocksAreExact(const std::string& dir) override {
     struct statfs fs;

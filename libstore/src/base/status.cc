@@ -16,6 +16,7 @@ const char* CodeName(Code code) {
     case Code::kBusy: return "busy";
     case Code::kUnsupported: return "unsupported";
     case Code::kPermissionDenied: return "permission denied";
+    case Code::kNoSpace: return "no space";
   }
   return "unknown";
 }

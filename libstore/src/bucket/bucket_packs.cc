@@ -98,6 +98,8 @@ class BucketPackSet final : public PackSet {
     if (!IsPackName(name)) return Status::Corruption("'" + name.substr(0, 64) + "' is not a pack name");
     return blobs_->Delete(PackKey(name));
   }
+  uint64_t FreeBytes() override { return UINT64_MAX; }  // a bucket has no disk to fill
+  Status CutTail(const std::string&, uint64_t) override { return Status::Unsupported("pack blobs are immutable"); }
   Result<int64_t> Now() override {
     // The bucket's clock, not this machine's: the time a probe blob was
     // written, as the bucket reports it.

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "index/sql.h"
@@ -73,8 +74,14 @@ Index::~Index() {
 }
 
 Status Index::Error(const char* what) const {
-  const int code = sqlite3_extended_errcode(db_) & 0xff;
+  const int extended = sqlite3_extended_errcode(db_), code = extended & 0xff;
   const std::string msg = sqlite3_errmsg(db_);
+  // SQLite says SQLITE_FULL only for some writes; a -shm or -wal that cannot
+  // grow is SQLITE_IOERR_* with ENOSPC underneath.
+  const int sys = sqlite3_system_errno(db_);
+  if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT)) ||
+      extended == SQLITE_IOERR_SHMSIZE)
+    return Status::NoSpace(std::string(what) + ": the disk is full");
   switch (code) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -85,8 +92,6 @@ Status Index::Error(const char* what) const {
                                 "); `chunkstore index rebuild` recreates it from the store's log");
     case SQLITE_NOTADB:
       return Status::InvalidArgument(std::string(what) + ": the index file is not a database");
-    case SQLITE_FULL:
-      return Status::IOError(std::string(what) + ": the disk is full");
     case SQLITE_READONLY:
       return Status::IOError(std::string(what) + ": the store is read-only");
     case SQLITE_CANTOPEN:
@@ -102,6 +107,20 @@ Status Index::Exec(const char* sql) {
 }
 
 Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOptions& options) {
+  Result<std::unique_ptr<Index>> index = OpenOnce(path, options);
+  // A disk too full for the -shm file (32 KiB) still lets an existing index
+  // be read, and written within its pages, with the WAL index in memory.
+  if (!index.ok() && index.status().IsNoSpace() && !options.exclusive && !options.read_only &&
+      !options.create && !options.bulk_load && path != ":memory:") {
+    OpenOptions alone = options;
+    alone.exclusive = true;
+    Result<std::unique_ptr<Index>> again = OpenOnce(path, alone);
+    if (again.ok()) return again;
+  }
+  return index;
+}
+
+Result<std::unique_ptr<Index>> Index::OpenOnce(const std::string& path, const OpenOptions& options) {
   const bool memory = path == ":memory:";
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
   flags |= options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
@@ -150,6 +169,12 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOp
   }
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
   sqlite3_extended_result_codes(db, 1);
+  if (options.exclusive && !memory) {
+    // Must come before the first read: only then does SQLite keep the WAL
+    // index in memory and never map -shm.
+    CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA locking_mode=EXCLUSIVE"));
+    index->exclusive_ = true;
+  }
   if (options.bulk_load && !memory) {
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA journal_mode=OFF"));
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA cache_size=-65536"));  // 64 MiB

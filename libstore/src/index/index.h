@@ -80,6 +80,11 @@ class Index {
     // it an ordinary index, synced; until then a crash leaves a file that
     // must be thrown away.
     bool bulk_load = false;
+    // Keep the write-ahead log's index in this process's memory instead of
+    // the shared -shm file (SQLite's exclusive locking mode): the index is
+    // this process's alone until it closes. Open turns it on by itself when
+    // the disk is too full for -shm, so reads go on working.
+    bool exclusive = false;
   };
   // path ":memory:" gives a private in-memory database (in-memory stores,
   // and the scratch index gc and verify replay the log into).
@@ -94,6 +99,8 @@ class Index {
   Index& operator=(const Index&) = delete;
 
   const StoreMeta& meta() const { return meta_; }
+  // True when opened in exclusive mode (asked for, or for want of space).
+  bool exclusive() const { return exclusive_; }
   int schema_version() const { return schema_version_; }
 
   // Transactions: prefer WriteTxn and ReadTxn below. A write transaction
@@ -221,6 +228,7 @@ class Index {
 
  private:
   explicit Index(sqlite3* db);
+  static Result<std::unique_ptr<Index>> OpenOnce(const std::string& path, const OpenOptions& options);
   Status Exec(const char* sql);
   Status Prepare();
   Status LoadMeta();
@@ -229,6 +237,7 @@ class Index {
   sqlite3* db_;
   StoreMeta meta_;
   int schema_version_ = 0;
+  bool exclusive_ = false;
   std::atomic<uint64_t> chunk_removals_{0};
   struct Statements;
   std::unique_ptr<Statements> st_;

@@ -268,9 +268,23 @@ Result<std::unique_ptr<ChangeLog::Held>> DirectoryLog::Hold(bool, int wait_ms) {
   return std::unique_ptr<Held>(new HeldLog(this, std::move(*lock)));
 }
 
+// Free space below which a change (other than gc's) is refused before it
+// is written: room for its log record and the index pages it touches.
+constexpr uint64_t kRoomForAChange = 1 << 20;
+
 Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* made) {
   DirectoryLog* log = log_;
   if (made) *made = false;
+  // On a disk this full a change could reach the log and not the index
+  // (made, yet reported as a failure): it is refused whole instead. gc
+  // goes on, since what it records is what gives space back.
+  if (change.kind != ChangeSet::kGc) {
+    const uint64_t free = log->env_->FreeSpace(log->dir_);
+    if (free < kRoomForAChange)
+      return Status::NoSpace("the disk holding " + log->root_ + " is full (" + std::to_string(free >> 10) +
+                             " KiB free; a change needs " + std::to_string(kRoomForAChange >> 10) +
+                             " KiB): nothing was changed; gc, or deleting other files, makes room");
+  }
   bool checkpoint_due = false;
   {
     auto db = log->index_->Lock();
@@ -303,13 +317,15 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* 
     // last whole one ended.
     if (*size != pos->offset) CHUNKSTORE_RETURN_IF_ERROR((*f)->Truncate(pos->offset));
     const std::string frame = EncodeFrame(seq, EncodeChangeSet(change));
-    // From the first byte written on, the change may be made: a write or
-    // an fsync that fails leaves the disk in a state nobody can know (the
-    // bytes may reach it later; a cut-off may not), and a whole frame that
-    // turns up there is a change the next catch-up applies. So whatever
-    // the change names is kept from here on, failure or not.
-    if (made) *made = true;
+    // A write that fails (a full disk) leaves at most part of the frame,
+    // which no replay ever applies. Once the whole frame is written the
+    // change may be made: an fsync that fails leaves the disk in a state
+    // nobody can know (the bytes may reach it later; the cut below may
+    // not), and a whole frame that turns up there is a change the next
+    // catch-up applies. So whatever the change names is kept from then on,
+    // failure or not.
     Status s = (*f)->Append(frame.data(), frame.size());
+    if (s.ok() && made) *made = true;
     if (s.ok() && log->options_.sync) s = (*f)->Sync();
     if (!s.ok()) {
       // Nothing after the last whole change counts; cut what was written.

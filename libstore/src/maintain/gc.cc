@@ -1,6 +1,7 @@
 // Garbage collection (gc.h), for directory and bucket stores alike.
 #include "maintain/gc.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_set>
 
@@ -73,6 +74,9 @@ Status FindGarbage(Index& index, Garbage* g) {
   }));
   return bad;
 }
+
+// Room a compaction leaves for the log record and index rows it writes.
+constexpr uint64_t kCompactionSlack = 1 << 20;
 
 uint64_t DataBytes(const PackRow& p) { return p.size > kPackHeaderSize ? p.size - kPackHeaderSize : 0; }
 
@@ -171,6 +175,12 @@ Result<GcReport> Collector::Run() {
         ++report_.packs_deleted;
         report_.bytes_reclaimed += use.row.size;
       } else if (static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(data)) {
+        const uint64_t needed = use.live_bytes + kPackHeaderSize + kCompactionSlack;
+        if (t_.packs->FreeBytes() < needed) {
+          ++report_.packs_left_for_space;
+          report_.space_needed = std::max(report_.space_needed, needed);
+          continue;
+        }
         ++report_.packs_compacted;
         report_.bytes_reclaimed += data - use.live_bytes;
       }
@@ -192,9 +202,11 @@ Result<GcReport> Collector::Run() {
     if (c.empty()) return Status::OK();
     return Commit(held, c);
   }));
+  // What frees space without needing any comes first: on a full disk
+  // that is what makes room for the compactions after it.
   CHUNKSTORE_RETURN_IF_ERROR(DropEmptyPacks(g));
-  CHUNKSTORE_RETURN_IF_ERROR(CompactSparsePacks(g));
   CHUNKSTORE_RETURN_IF_ERROR(RemoveOrphans());
+  CHUNKSTORE_RETURN_IF_ERROR(CompactSparsePacks(g));
   throughout_.reset();
   t_.packs->ForgetOpen();
   // A gc is a natural point to fold the log into a checkpoint; one that
@@ -218,7 +230,8 @@ Status Collector::DropEmptyPacks(const Garbage& g) {
   }
   if (locked.empty()) return Status::OK();
   std::vector<std::pair<std::string, uint64_t>> removed;
-  CHUNKSTORE_RETURN_IF_ERROR(Step([&](ChangeLog::Held& held) -> Status {
+  bool made = false;
+  Status step = Step([&](ChangeLog::Held& held) -> Status {
     ChangeSet c;
     for (const auto& [name, lock] : locked) {
       // A writer may have appended to it between the decision and the lock.
@@ -232,8 +245,12 @@ Status Collector::DropEmptyPacks(const Garbage& g) {
       removed.emplace_back(name, (*row)->size);
     }
     if (c.empty()) return Status::OK();
-    return Commit(held, c);
-  }));
+    return Commit(held, c, &made);
+  });
+  // Once the log has the change the packs may go, even if the index could
+  // not follow for want of space: deleting them is what gives the space
+  // back, and the index catches up from the log.
+  if (!step.ok() && !(made && step.IsNoSpace())) return step;
   for (const auto& [name, size] : removed) {
     Status rm = t_.packs->Remove(name);
     if (!rm.ok() && !rm.IsNotFound())
@@ -251,9 +268,23 @@ Status Collector::CompactSparsePacks(const Garbage& g) {
     const bool sparse = use.live_bytes != 0 &&
                         static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(data);
     if (!sparse) continue;
+    // The copy needs room for the live data (and a little for the log and
+    // the index): without it a compaction would only fill the disk.
+    const uint64_t needed = use.live_bytes + kPackHeaderSize + kCompactionSlack;
+    if (t_.packs->FreeBytes() < needed) {
+      ++report_.packs_left_for_space;
+      report_.space_needed = std::max(report_.space_needed, needed);
+      continue;
+    }
     Status s = CompactPack(name);
     if (s.IsBusy()) {
       ++report_.packs_skipped;
+      continue;
+    }
+    if (s.IsNoSpace()) {
+      // The space went to someone else meanwhile; the copy is gone again.
+      ++report_.packs_left_for_space;
+      report_.space_needed = std::max(report_.space_needed, needed);
       continue;
     }
     CHUNKSTORE_RETURN_IF_ERROR(s);
@@ -335,11 +366,19 @@ Status Collector::RemoveOrphans() {
   if (!files.ok()) return files.status();
   Result<int64_t> now = t_.packs->Now();
   if (!now.ok()) return now.status();
-  std::vector<std::pair<PackFile, std::unique_ptr<FileLock>>> candidates;
+  std::vector<std::pair<PackFile, std::unique_ptr<FileLock>>> candidates, tails;
   for (const PackFile& f : *files) {
     Result<std::optional<PackRow>> known = truth_->FindPackByName(f.name);
     if (!known.ok()) return known.status();
-    if (known->has_value()) continue;
+    if (known->has_value()) {
+      // Bytes past what the log holds, on a pack no writer holds: what a
+      // killed writer appended. Cut at once where a free lock proves it.
+      if (f.size > (**known).size && t_.packs->LockProvesNoWriter()) {
+        Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(f.name);
+        if (lock.ok()) tails.emplace_back(f, std::move(*lock));
+      }
+      continue;
+    }
     const bool is_new = f.name.size() > 4 && f.name.compare(f.name.size() - 4, 4, ".new") == 0;
     // A .new file may be a pack being created this instant, not yet
     // locked: never younger than ten minutes, whatever the grace option.
@@ -356,15 +395,25 @@ Status Collector::RemoveOrphans() {
     if (!lock.ok()) continue;  // a writer has it (or it is gone)
     candidates.emplace_back(f, std::move(*lock));
   }
-  if (candidates.empty()) return Status::OK();
+  if (candidates.empty() && tails.empty()) return Status::OK();
   // Only what the log still does not name once gc holds both the log and
-  // the pack's lock is an orphan.
+  // the pack's lock is an orphan; only what lies past its length then is
+  // a tail.
   return Step([&](ChangeLog::Held&) -> Status {
+    for (const auto& [f, lock] : tails) {
+      Result<std::optional<PackRow>> known = truth_->FindPackByName(f.name);
+      if (!known.ok()) return known.status();
+      if (!known->has_value() || f.size <= (**known).size) continue;
+      if (t_.packs->CutTail(f.name, (**known).size).ok()) report_.bytes_reclaimed += f.size - (**known).size;
+    }
     for (const auto& [f, lock] : candidates) {
       Result<std::optional<PackRow>> known = truth_->FindPackByName(f.name);
       if (!known.ok()) return known.status();
       if (known->has_value()) continue;
-      if (t_.packs->Remove(f.name).ok()) report_.bytes_reclaimed += f.size;
+      if (t_.packs->Remove(f.name).ok()) {
+        ++report_.packs_deleted;
+        report_.bytes_reclaimed += f.size;
+      }
     }
     return Status::OK();
   });
@@ -374,7 +423,14 @@ Status Collector::RemoveOrphans() {
 
 Result<GcReport> CollectGarbage(const GcTarget& target, const GcOptions& options) {
   Collector c(target, options);
-  return c.Run();
+  Result<GcReport> r = c.Run();
+  // Whole dead packs go without room to spare, but every step is recorded
+  // in the log and the index first: a disk without even that room needs
+  // its user to free some.
+  if (!r.ok() && r.status().IsNoSpace())
+    return Status::NoSpace("gc cannot record its work, the disk is full (" + r.status().message() +
+                           "); free a few MiB and run gc again");
+  return r;
 }
 
 }  // namespace chunkstore::internal

@@ -51,6 +51,13 @@ class LocalPackSet final : public PackSet {
     return env_->TryLockExistingFile(Path(name));
   }
   bool LockProvesNoWriter() const override { return locks_exact_; }
+  Status CutTail(const std::string& name, uint64_t length) override {
+    if (!IsPackName(name)) return Status::Corruption("'" + name.substr(0, 64) + "' is not a pack name");
+    Result<std::unique_ptr<File>> f = env_->OpenFile(Path(name), OpenMode::kAppend);
+    if (!f.ok()) return f.status();
+    CHUNKSTORE_RETURN_IF_ERROR((*f)->Truncate(length));
+    return options_.sync ? (*f)->Sync() : Status::OK();
+  }
   Status Remove(const std::string& name) override {
     const bool fresh = name.size() > 4 && name.compare(name.size() - 4, 4, ".new") == 0;
     if (!IsPackName(fresh ? name.substr(0, name.size() - 4) : name))
@@ -58,6 +65,7 @@ class LocalPackSet final : public PackSet {
     return env_->RemoveFile(Path(name));
   }
   Result<int64_t> Now() override { return NowSeconds(); }
+  uint64_t FreeBytes() override { return env_->FreeSpace(dir_); }
 
  private:
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }

@@ -102,11 +102,17 @@ class PackSet {
   // where every writer holds its pack's lock from creation to commit (a
   // directory's flocks), false where locks are not shared (a bucket).
   virtual bool LockProvesNoWriter() const = 0;
+  // Cuts a pack file back to length, dropping a killed writer's tail (the
+  // caller holds its maintenance lock). Unsupported where packs are
+  // immutable.
+  virtual Status CutTail(const std::string& name, uint64_t length) = 0;
   // Deletes a pack file (the caller holds its maintenance lock, or knows
   // nobody can use it).
   virtual Status Remove(const std::string& name) = 0;
   // The time by the storage's clock (for ages of pack files).
   virtual Result<int64_t> Now() = 0;
+  // Room left for new packs (UINT64_MAX where there is no such limit).
+  virtual uint64_t FreeBytes() = 0;
 
  protected:
   explicit PackSet(IndexHandle* index) : index_(index) {}

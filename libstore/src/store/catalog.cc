@@ -2,6 +2,7 @@
 // object removal and store-wide statistics. Every change is a change set
 // committed through the store's log, whatever kind of store it is.
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/clock.h"
@@ -191,6 +192,7 @@ Status Store::RemoveObject(const std::string& ref) {
 
 Result<StoreStats> Store::Stats() {
   IndexTotals t;
+  std::unordered_map<std::string, uint64_t> committed;  // pack name -> length the log holds
   {
     auto db = impl_->index.Lock();
     // One consistent snapshot across the queries.
@@ -199,6 +201,9 @@ Result<StoreStats> Store::Stats() {
     Result<IndexTotals> got = db->Totals();
     if (!got.ok()) return got.status();
     t = *got;
+    Result<std::vector<PackRow>> rows = db->ListPacks();
+    if (!rows.ok()) return rows.status();
+    for (const PackRow& r : *rows) committed[r.name] = r.size;
   }
   StoreStats st;
   st.objects = t.objects;
@@ -213,6 +218,23 @@ Result<StoreStats> Store::Stats() {
   st.pack_bytes = t.pack_bytes;
   const uint64_t used = st.stored_bytes - st.inline_bytes + st.pack_count * kPackHeaderSize;
   st.garbage_bytes = st.pack_bytes > used ? st.pack_bytes - used : 0;
+  // Pack bytes the log does not hold: a writer's work in progress, or what
+  // a killed one left. Where a free lock proves its writer gone (a
+  // directory's flocks), they are garbage the next gc takes at once.
+  Result<std::vector<PackFile>> files = impl_->packs->List();
+  if (!files.ok()) return files.status();
+  const bool can_prove = !impl_->read_only && impl_->packs->LockProvesNoWriter();
+  for (const PackFile& f : *files) {
+    auto it = committed.find(f.name);
+    const uint64_t held = it == committed.end() ? 0 : it->second;
+    if (f.size <= held) continue;
+    // A young .new file may be a pack being made, not yet locked (gc
+    // leaves those for ten minutes too).
+    const bool young_new = f.name.size() > 4 && f.name.compare(f.name.size() - 4, 4, ".new") == 0 &&
+                           NowSeconds() - f.modified < 600;
+    const bool dead = can_prove && !young_new && impl_->packs->LockForMaintenance(f.name).ok();
+    (dead ? st.garbage_bytes : st.uncommitted_bytes) += f.size - held;
+  }
   return st;
 }
 

@@ -198,6 +198,9 @@ Status OpenWithConfig(Store::Impl* impl, const StoreConfig& config, const std::s
     if (*id != config.id || (*index)->schema_version() != kSchemaVersion)
       return Status::Corruption(dir + ": the index does not belong to this store's log; `chunkstore index "
                                 "rebuild` recreates it from the change log, losing nothing");
+    if ((*index)->exclusive())
+      impl->notices.push_back("the disk holding " + dir +
+                              " is full: reads go on, one command at a time; changes fail until there is room");
     impl->index.Reset(std::move(*index));
   }
   DirectoryLog* dlog = log.get();
@@ -207,7 +210,15 @@ Status OpenWithConfig(Store::Impl* impl, const StoreConfig& config, const std::s
     Result<uint64_t> behind = dlog->UnappliedBytes();
     if (!behind.ok()) return behind.status();
     if (*behind > 0) {
-      CHUNKSTORE_RETURN_IF_ERROR(impl->log->CatchUp().WithContext(dir));
+      Status caught = impl->log->CatchUp();
+      // Reads go on on a full disk; what the index has not caught up with
+      // is said, and a write (which needs space anyway) fails on its own.
+      if (caught.IsNoSpace()) {
+        impl->notices.push_back("the disk holding " + dir + " is full: the index could not catch up with " +
+                                std::to_string(*behind) + " bytes of change log, whose changes do not show yet");
+        return Status::OK();
+      }
+      CHUNKSTORE_RETURN_IF_ERROR(caught.WithContext(dir));
       Result<uint64_t> still = dlog->UnappliedBytes();
       if (still.ok() && *still < *behind && !fresh)
         impl->notices.push_back("the index of " + dir + " was behind its change log; it has caught up");
