@@ -91,59 +91,80 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
   ~OutputFile() {
     if (fd_ != STDOUT_FILENO && fd_ >= 0) ::close(fd_);
-    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+    if (!tmp_.empty()) ::unlinkat(dir_fd_, tmp_.c_str(), 0);
+    if (dir_fd_ >= 0) ::close(dir_fd_);
   }
 
   // Opens path for writing; store_dir is the store's directory (or its
   // URL), which FILE may not be inside: writing there could destroy the
-  // store (InvalidArgument).
+  // store (InvalidArgument). Every later step works on the directory
+  // opened here, by its descriptor, so that renaming or replacing a
+  // directory on the way meanwhile cannot send the file elsewhere.
   Status Open(const std::string& path, const std::string& store_dir) {
     path_ = path;
     struct stat st;
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
       if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + " is a directory");
-      special_ = true;
-      fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd_ < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
-      return Status::OK();
+      // A device or a pipe (perhaps by a symlink: /dev/stdout). Checked
+      // again once open, without O_TRUNC: a regular file put there meanwhile
+      // is left as it was and written the usual way below.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+      if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        special_ = true;
+        fd_ = fd;
+        return Status::OK();
+      }
+      ::close(fd);
     }
     std::error_code ec;
-    const fs::path parent = fs::absolute(fs::path(path), ec).parent_path();
-    const fs::path real_parent = fs::canonical(parent, ec);
-    if (ec) return Status::IOError("cannot write " + path + ": " + ec.message());
+    const fs::path full = fs::absolute(fs::path(path), ec);
+    name_ = full.filename().string();
+    if (name_.empty() || name_ == "." || name_ == "..") return Status::InvalidArgument(path + " is a directory");
+    dir_ = full.parent_path().string();
+    dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd_ < 0) return Status::IOError("cannot write " + path + ": " + std::strerror(errno));
     if (!store_dir.empty() && store_dir.rfind("s3://", 0) != 0) {
-      // By device and inode, up from FILE's directory, so that no other
-      // name for the store (a symlink, a bind mount) gets past.
+      // By device and inode, up from FILE's directory as opened, so that no
+      // other name for the store (a symlink, a bind mount) gets past.
       struct stat store_st;
       if (::stat(store_dir.c_str(), &store_st) == 0) {
-        for (fs::path d = real_parent;; d = d.parent_path()) {
-          struct stat st;
-          if (::stat(d.c_str(), &st) == 0 && st.st_dev == store_st.st_dev && st.st_ino == store_st.st_ino)
+        int d = ::dup(dir_fd_);
+        for (int depth = 0; d >= 0 && depth < 4096; ++depth) {
+          struct stat here, up;
+          if (::fstat(d, &here) != 0) break;
+          if (here.st_dev == store_st.st_dev && here.st_ino == store_st.st_ino) {
+            ::close(d);
             return Status::InvalidArgument("refusing to write " + path + " inside the store directory " + store_dir);
-          if (d == d.parent_path()) break;
+          }
+          const int parent = ::openat(d, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+          ::close(d);
+          d = parent;
+          if (d < 0 || ::fstat(d, &up) != 0 || (up.st_dev == here.st_dev && up.st_ino == here.st_ino)) break;
         }
+        if (d >= 0) ::close(d);
       }
     }
-    dir_ = real_parent.string();
 #ifdef O_TMPFILE
     // linkat through /proc/self/fd: naming an O_TMPFILE file needs no
     // privilege that way (AT_EMPTY_PATH would).
     if (::access("/proc/self/fd", X_OK) == 0) {
-      fd_ = ::open(dir_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+      fd_ = ::openat(dir_fd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
       if (fd_ >= 0) return Status::OK();
     }
 #endif
-    tmp_ = path + ".chunkstore-tmp-XXXXXX";
-    fd_ = ::mkstemp(tmp_.data());
-    if (fd_ < 0) {
-      const int err = errno;
-      tmp_.clear();
-      return Status::IOError("cannot create a file beside " + path + ": " + std::strerror(err));
+    for (int attempt = 0;; ++attempt) {
+      std::string name = name_ + ".chunkstore-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      const mode_t mask = ::umask(0);
+      ::umask(mask);
+      fd_ = ::openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666 & ~mask);
+      if (fd_ >= 0) {
+        tmp_ = std::move(name);
+        return Status::OK();
+      }
+      if (errno != EEXIST || attempt > 100)
+        return Status::IOError("cannot create a file beside " + path + ": " + std::strerror(errno));
     }
-    const mode_t mask = ::umask(0);  // mkstemp makes 0600; give the usual mode
-    ::umask(mask);
-    ::fchmod(fd_, 0666 & ~mask);
-    return Status::OK();
   }
 
   int fd() const { return fd_; }
@@ -165,11 +186,11 @@ class OutputFile {
       // Straight to the name when it is free; else under a fresh name,
       // renamed over the old file (the only moment a kill could leave a
       // stray name behind).
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      if (::linkat(AT_FDCWD, proc.c_str(), dir_fd_, name_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
         if (errno != EEXIST) return Status::IOError("cannot create " + path_ + ": " + std::strerror(errno));
         for (int attempt = 0;; ++attempt) {
-          std::string name = path_ + ".chunkstore-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
-          if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+          std::string name = name_ + ".chunkstore-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+          if (::linkat(AT_FDCWD, proc.c_str(), dir_fd_, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
             tmp_ = std::move(name);
             break;
           }
@@ -182,22 +203,19 @@ class OutputFile {
     fd_ = -1;
     if (rc != 0) return Status::IOError("cannot write " + path_ + ": " + std::strerror(errno));
     if (!tmp_.empty()) {
-      if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+      if (::renameat(dir_fd_, tmp_.c_str(), dir_fd_, name_.c_str()) != 0)
         return Status::IOError("cannot write " + path_ + ": " + std::strerror(errno));
       tmp_.clear();
     }
     // The new name lasts a power loss only once its directory is synced.
-    const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
+    ::fsync(dir_fd_);
     return Status::OK();
   }
 
  private:
-  std::string path_, dir_, tmp_;
+  std::string path_, dir_, name_, tmp_;
   int fd_ = STDOUT_FILENO;
+  int dir_fd_ = -1;
   bool special_ = false;
 };
 
@@ -389,7 +407,28 @@ int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_c
   return kOk;
 }
 
+namespace {
+int PublishInto(const Globals& g, const PublishArgs& a);
+}  // namespace
+
 int CmdPublish(const Globals& g, const PublishArgs& a) {
+  // A publish that creates its store (a first publish, or a mistyped
+  // --store) and then fails leaves no empty store behind: one that still
+  // holds no change, and that nobody else holds, is removed again.
+  const std::string dir = StoreDir(g);
+  struct stat st;
+  const bool fresh = dir.rfind("s3://", 0) != 0 && ::lstat(dir.c_str(), &st) != 0 && errno == ENOENT;
+  const int rc = PublishInto(g, a);
+  if (rc != kOk && fresh && ::lstat(dir.c_str(), &st) == 0) {
+    Status removed = chunkstore::Store::RemoveUnused(dir);
+    if (removed.ok() && !g.quiet)
+      std::cerr << "chunkstore: removed the store " << Printable(dir) << " this publish had created\n";
+  }
+  return rc;
+}
+
+namespace {
+int PublishInto(const Globals& g, const PublishArgs& a) {
   std::vector<Input> inputs;
   // The total size only sizes the progress bar; without one, skip a stat
   // per file (thousands of small files).
@@ -520,6 +559,7 @@ int CmdPublish(const Globals& g, const PublishArgs& a) {
   }
   return kOk;
 }
+}  // namespace
 
 namespace {
 

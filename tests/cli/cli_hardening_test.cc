@@ -65,6 +65,26 @@ TEST_F(Cli, AMistypedInputLeavesNoNewStoreBehind) {
   EXPECT_FALSE(fs::exists(store()));
 }
 
+// A publish that created its store and then failed (here: its input
+// cannot be read) removes that store again; one into a store that was
+// there keeps it, and what it held.
+TEST_F(Cli, AFailedFirstPublishLeavesNoNewStoreBehind) {
+  fs::create_directories(dir_ / "adir");
+  Outcome r = Cs({"publish", "--name", "s", "-"}, dir_ / "adir");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot read standard input"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("removed the store"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(store())) << "a failed first publish left its new store behind";
+
+  const std::string kept = Write("kept", RandomBytes(5000, 17));
+  ASSERT_EQ(Cs({"publish", "--name", "k", kept}).code, 0);
+  r = Cs({"publish", "--name", "s", "-"}, dir_ / "adir");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.find("removed the store"), std::string::npos) << r.err;
+  ASSERT_TRUE(fs::exists(store()));
+  EXPECT_EQ(Cs({"cat", "k"}).out, Slurp(kept));
+}
+
 // Two inits of one directory at once, with different chunking: exactly one
 // creates the store, the other says it exists, and the store has the
 // winner's parameters.

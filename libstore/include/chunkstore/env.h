@@ -73,6 +73,10 @@ class Env {
   // when the returned File is destroyed (O_TMPFILE, or O_EXCL then unlink).
   virtual Result<std::unique_ptr<File>> CreateTempFile(const std::string& dir) = 0;
   virtual Status CreateDir(const std::string& path) = 0;  // mode 0700; OK if it exists
+  // Removes an empty directory.
+  virtual Status RemoveDir(const std::string& path) {
+    return Status::Unsupported("this Env cannot remove directories (" + path + ")");
+  }
   virtual bool FileExists(const std::string& path) = 0;
   virtual bool IsDirectory(const std::string& path) = 0;
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;
@@ -127,6 +131,7 @@ class EnvWrapper : public Env {
     return target_->CreateTempFile(dir);
   }
   Status CreateDir(const std::string& path) override { return target_->CreateDir(path); }
+  Status RemoveDir(const std::string& path) override { return target_->RemoveDir(path); }
   bool FileExists(const std::string& path) override { return target_->FileExists(path); }
   bool IsDirectory(const std::string& path) override { return target_->IsDirectory(path); }
   Result<std::vector<std::string>> ListDir(const std::string& path) override {

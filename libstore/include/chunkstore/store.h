@@ -217,6 +217,14 @@ class Store {
   static Result<std::unique_ptr<Store>> Open(const std::string& dir, const Options& options = {});
   // A store with no files at all, gone when the last handle to it is.
   static Result<std::unique_ptr<Store>> OpenInMemory(const Options& options = {});
+  // Deletes the directory store at dir if no change was ever committed to
+  // it (its log holds only what its creation wrote) and no writer holds
+  // it; uncommitted pack files a failed first publish left go with it. For
+  // a command that created a store and then failed. Refuses, deleting
+  // nothing, a store with any change (InvalidArgument), a directory holding
+  // anything a store does not (InvalidArgument), and a store in use
+  // (Busy). Not for bucket stores. env: nullptr for the real file system.
+  static Status RemoveUnused(const std::string& dir, Env* env = nullptr);
 
   ~Store();
   Store(const Store&) = delete;

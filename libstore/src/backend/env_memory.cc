@@ -185,6 +185,16 @@ class MemEnv final : public Env {
     if (files_.erase(path) == 0) return Status::NotFound("no such file " + path);
     return Status::OK();
   }
+  Status RemoveDir(const std::string& path) override {
+    std::lock_guard<std::mutex> l(mu_);
+    const std::string inside = path + "/";
+    for (const auto& [name, file] : files_)
+      if (name.rfind(inside, 0) == 0) return Status::IOError("cannot remove directory " + path + ": not empty");
+    for (const auto& d : dirs_)
+      if (d.rfind(inside, 0) == 0) return Status::IOError("cannot remove directory " + path + ": not empty");
+    if (dirs_.erase(path) == 0) return Status::NotFound("no such directory " + path);
+    return Status::OK();
+  }
   Status RenameFile(const std::string& from, const std::string& to) override {
     std::lock_guard<std::mutex> l(mu_);
     auto it = files_.find(from);

@@ -192,6 +192,11 @@ class PosixEnv final : public Env {
     return Status::OK();
   }
 
+  Status RemoveDir(const std::string& path) override {
+    if (::rmdir(path.c_str()) != 0) return ErrnoStatus("cannot remove directory", path, errno);
+    return Status::OK();
+  }
+
   Status RenameFile(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0)
       return ErrnoStatus("cannot rename " + from + " to", to, errno);

@@ -71,6 +71,8 @@ Status CreateIndexFile(Env* env, const std::string& dir, const StoreMeta& meta, 
   return sync ? env->SyncDir(dir) : Status::OK();
 }
 
+bool LogIsOnlyItsCreation(Env* env, const std::string& dir);
+
 // Whether dir's log is only what a creation writes first (one segment,
 // one empty checkpoint), and its packs folder holds no pack.
 bool OnlyAnInterruptedCreation(Env* env, const std::string& dir) {
@@ -78,6 +80,10 @@ bool OnlyAnInterruptedCreation(Env* env, const std::string& dir) {
   if (packs.ok())
     for (const std::string& n : *packs)
       if (n.rfind("pack-", 0) == 0) return false;
+  return LogIsOnlyItsCreation(env, dir);
+}
+
+bool LogIsOnlyItsCreation(Env* env, const std::string& dir) {
   Result<std::vector<std::string>> logs = env->ListDir(dir + "/" + kLogDir);
   if (!logs.ok()) return true;
   std::vector<std::string> segments;
@@ -354,3 +360,61 @@ Result<std::shared_ptr<Store::Impl>> OpenMemoryStore(const Options& options) {
 }
 
 }  // namespace chunkstore::internal
+
+namespace chunkstore {
+
+Status Store::RemoveUnused(const std::string& dir_in, Env* env) {
+  using namespace internal;
+  if (!env) env = Env::Posix();
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty() || dir.rfind("s3://", 0) == 0) return Status::InvalidArgument("not a directory store: " + dir);
+  auto refuse = [&](const std::string& why) {
+    return Status::InvalidArgument("not removing " + dir + ": " + why);
+  };
+  if (!env->FileExists(dir + "/" + kConfigFile)) return refuse("it is not a chunkstore store");
+  // Every commit takes the log's lock: held, no change can arrive while the
+  // log is judged and the files go.
+  Result<std::unique_ptr<FileLock>> log_lock = env->TryLockFile(dir + "/" + kLogLock);
+  if (!log_lock.ok()) return log_lock.status().IsBusy() ? Status::Busy(dir + " is in use") : log_lock.status();
+  if (!LogIsOnlyItsCreation(env, dir)) return refuse("changes were committed to it");
+  Result<std::vector<std::string>> top = env->ListDir(dir);
+  if (!top.ok()) return top.status();
+  for (const std::string& e : *top) {
+    const bool known = e == kConfigFile || e == kIndexFile || e == std::string(kIndexFile) + "-wal" ||
+                       e == std::string(kIndexFile) + "-shm" || e == kCreateLock || e == kGcLock ||
+                       e == kLogDir || e == kPacksDir || e == kTmpDir;
+    if (!known) return refuse("it holds " + e.substr(0, 64) + ", which is not a store's");
+  }
+  // Pack files no change names: a failed publish's, gone only if no writer
+  // holds them.
+  std::vector<std::unique_ptr<FileLock>> pack_locks;
+  std::vector<std::string> files;
+  for (const char* sub : {kPacksDir, kTmpDir, kLogDir}) {
+    Result<std::vector<std::string>> names = env->ListDir(dir + "/" + sub);
+    if (!names.ok()) continue;
+    for (const std::string& n : *names) {
+      const std::string path = dir + "/" + sub + "/" + n;
+      if (env->IsDirectory(path)) return refuse(std::string(sub) + "/" + n.substr(0, 64) + " is a directory");
+      if (std::string(sub) == kPacksDir) {
+        const bool fresh = n.size() > 4 && n.compare(n.size() - 4, 4, ".new") == 0;
+        if (!IsPackName(fresh ? n.substr(0, n.size() - 4) : n))
+          return refuse("packs/ holds " + n.substr(0, 64) + ", which is not a pack");
+        Result<std::unique_ptr<FileLock>> l = env->TryLockExistingFile(path);
+        if (!l.ok()) return Status::Busy(dir + " is in use (a writer holds " + n + ")");
+        pack_locks.push_back(std::move(*l));
+      }
+      if (std::string(sub) + "/" + n != kLogLock) files.push_back(path);
+    }
+  }
+  for (const std::string& f : files) CHUNKSTORE_RETURN_IF_ERROR(env->RemoveFile(f));
+  pack_locks.clear();
+  for (const std::string& e : *top)
+    if (e != kLogDir && e != kPacksDir && e != kTmpDir) env->RemoveFile(dir + "/" + e);
+  CHUNKSTORE_RETURN_IF_ERROR(env->RemoveFile(dir + "/" + kLogLock));
+  log_lock->reset();
+  for (const char* sub : {kPacksDir, kTmpDir, kLogDir}) CHUNKSTORE_RETURN_IF_ERROR(env->RemoveDir(dir + "/" + sub));
+  return env->RemoveDir(dir);
+}
+
+}  // namespace chunkstore
