@@ -127,8 +127,8 @@ int Compare(const std::string& old_path, const std::vector<bench::Result>& now) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::string(argv[1]) == "--memory-child")
-    return bench::MemoryChild(argv[2], std::stoull(argv[3]), std::stoull(argv[4]));
+  if ((argc == 5 || argc == 6) && std::string(argv[1]) == "--memory-child")
+    return bench::MemoryChild(argv[2], std::stoull(argv[3]), std::stoull(argv[4]), argc == 6 ? argv[5] : "");
 
   CLI::App app{"chunkstore-bench: medians of prepare, publish, dedupe and read on this machine"};
   bench::Config config;

@@ -41,6 +41,7 @@ class Scratch {
     return Must(Store::Open(url_, o), "open " + url_);
   }
   void DropCache() { fs::remove_all(cache_); }
+  const std::string& url() const { return url_; }
 
  private:
   std::string url_, cache_;
@@ -141,6 +142,22 @@ void RunS3(Harness& h, const Workload& w) {
                 }
                 return total / 10;
               });
+  }
+  if (h.Wanted("s3-memory") && !w.memory_sizes.empty()) {
+    const uint64_t size = *std::max_element(w.memory_sizes.begin(), w.memory_sizes.end());
+    Scratch s(w, "memory");
+    Result r;
+    r.name = "s3-memory-" + std::to_string(size);
+    r.inside = "peak RSS (KiB, VmHWM) of a fresh process that writes a " + std::to_string(size) +
+               "-byte random file in 512 KiB pieces, then publishes it to a new bucket store (fresh "
+               "prefix and cache); samples_ms holds wall time, three runs";
+    std::vector<double> rss = PeakRssRuns(w, size, s.url(), &r.samples_ms);
+    r.extra.emplace_back("peak_rss_kib_median", JsonNumber(Median(rss)));
+    std::string all = "[";
+    for (size_t i = 0; i < rss.size(); ++i) all += (i ? ", " : "") + JsonNumber(rss[i]);
+    r.extra.emplace_back("peak_rss_kib", all + "]");
+    r.extra.emplace_back("payload_bytes", JsonNumber(static_cast<double>(size)));
+    h.Add(std::move(r));
   }
 }
 

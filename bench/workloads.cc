@@ -524,7 +524,7 @@ void RunCatalog(Harness& h, const Workload& w) {
             });
 }
 
-int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed) {
+int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed, const std::string& store_url) {
   const std::string path = dir + "/input.bin";
   {
     // Written in pieces so the child's own input creation stays small.
@@ -538,18 +538,58 @@ int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed) {
       done += n;
     }
   }
-  auto store = Must(Store::Open(dir + "/store"), "open");
-  auto prepared = Must(store->PrepareFile(path), "prepare");
-  Must(store->Publish(prepared), "publish");
-  chunkstore::VerifyOptions vo;
-  auto report = Must(store->Verify(vo), "verify");
+  bool corrupt = false;
+  if (store_url.empty()) {
+    auto store = Must(Store::Open(dir + "/store"), "open");
+    auto prepared = Must(store->PrepareFile(path), "prepare");
+    Must(store->Publish(prepared), "publish");
+    chunkstore::VerifyOptions vo;
+    corrupt = Must(store->Verify(vo), "verify").corrupt();
+  } else {
+    chunkstore::Options o;
+    o.cache_dir = dir + "/cache";
+    auto store = Must(Store::Open(store_url, o), "open " + store_url);
+    Must(store->PublishFile(path, "memory"), "publish");
+  }
   // The kernel's ru_maxrss of a forked child counts the parent's pages
   // copied before exec, so the child reports its own high-water mark.
   std::ifstream status("/proc/self/status");
   std::ofstream out(dir + "/peak_rss_kib");
   for (std::string line; std::getline(status, line);)
     if (line.rfind("VmHWM:", 0) == 0) out << std::stoull(line.substr(6)) << "\n";
-  return report.corrupt() ? 4 : 0;
+  return corrupt ? 4 : 0;
+}
+
+std::vector<double> PeakRssRuns(const Workload& w, uint64_t size, const std::string& store_url,
+                                std::vector<double>* samples_ms) {
+  std::vector<double> rss;
+  for (int run = 0; run < 3; ++run) {
+    const std::string dir = w.dir + "/memory-" + std::to_string(run);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Timer t;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string n = std::to_string(size), seed = std::to_string(w.seed);
+      if (store_url.empty())
+        ::execl(w.self.c_str(), w.self.c_str(), "--memory-child", dir.c_str(), n.c_str(), seed.c_str(),
+                static_cast<char*>(nullptr));
+      else
+        ::execl(w.self.c_str(), w.self.c_str(), "--memory-child", dir.c_str(), n.c_str(), seed.c_str(),
+                (store_url + "/run-" + std::to_string(run)).c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    samples_ms->push_back(t.ms());
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      Die("memory child failed for size " + std::to_string(size), chunkstore::Status::OK());
+    double kib = 0;
+    std::ifstream(dir + "/peak_rss_kib") >> kib;
+    rss.push_back(kib);
+    fs::remove_all(dir);
+  }
+  return rss;
 }
 
 void RunMemory(Harness& h, const Workload& w) {
@@ -560,28 +600,7 @@ void RunMemory(Harness& h, const Workload& w) {
     r.inside = "peak RSS (KiB, VmHWM) of a fresh process that writes a " + std::to_string(size) +
                "-byte random file in 512 KiB pieces, then prepares, publishes and verifies it in a "
                "new on-disk store; samples_ms holds wall time, three runs";
-    std::vector<double> rss;
-    for (int run = 0; run < 3; ++run) {
-      const std::string dir = w.dir + "/memory-" + std::to_string(run);
-      fs::remove_all(dir);
-      fs::create_directories(dir);
-      Timer t;
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        ::execl(w.self.c_str(), w.self.c_str(), "--memory-child", dir.c_str(),
-                std::to_string(size).c_str(), std::to_string(w.seed).c_str(), static_cast<char*>(nullptr));
-        _exit(127);
-      }
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      r.samples_ms.push_back(t.ms());
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        Die("memory child failed for size " + std::to_string(size), chunkstore::Status::OK());
-      double kib = 0;
-      std::ifstream(dir + "/peak_rss_kib") >> kib;
-      rss.push_back(kib);
-      fs::remove_all(dir);
-    }
+    std::vector<double> rss = PeakRssRuns(w, size, "", &r.samples_ms);
     r.extra.emplace_back("peak_rss_kib_median", Num(Median(rss)));
     std::string all = "[";
     for (size_t i = 0; i < rss.size(); ++i) all += (i ? ", " : "") + Num(rss[i]);

@@ -51,6 +51,12 @@ void RunRebuild(Harness& h, const Workload& w);
 
 // The child side of RunMemory: prepare, publish and verify a file of the
 // given size in a fresh store under dir; returns the exit code.
-int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed);
+// With a store URL (s3://...), publishes there instead (the cache in dir),
+// and skips the verify.
+int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed, const std::string& store_url = "");
+// Runs MemoryChild in a fresh process three times and returns the peak
+// RSS of each run in KiB (samples_ms gets the wall times).
+std::vector<double> PeakRssRuns(const Workload& w, uint64_t size, const std::string& store_url,
+                                std::vector<double>* samples_ms);
 
 }  // namespace bench

@@ -19,6 +19,7 @@
 #include "chunkstore/env.h"
 #include "backend/s3/curl_api.h"
 #include "backend/s3/sigv4.h"
+#include "hash/digest.h"
 
 namespace chunkstore::internal {
 
@@ -102,6 +103,10 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> query;
   const uint8_t* body = nullptr;
   size_t body_len = 0;
+  // Or the body is body_len bytes of this file from body_offset, read as
+  // they are sent (no copy in memory: a part of a pack upload).
+  const File* body_file = nullptr;
+  uint64_t body_offset = 0;
   std::string range;  // "bytes=a-b"
   // Ranged GETs land here; everything else (and error bodies) in
   // Response::body.
@@ -142,8 +147,14 @@ size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
 
 size_t OnRead(char* buf, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
-  const size_t n = std::min(size * nmemb, t->req->body_len - t->sent);
-  std::memcpy(buf, t->req->body + t->sent, n);
+  size_t n = std::min(size * nmemb, t->req->body_len - t->sent);
+  if (t->req->body_file) {
+    size_t got = 0;
+    if (!t->req->body_file->ReadAt(t->req->body_offset + t->sent, n, buf, &got).ok() || got != n)
+      return CURL_READFUNC_ABORT;  // the request fails; its hash would not match anyway
+  } else {
+    std::memcpy(buf, t->req->body + t->sent, n);
+  }
   t->sent += n;
   return n;
 }
@@ -226,9 +237,15 @@ class S3BlobStore final : public BlobStore {
 
   Status PutFile(const std::string& key, const File& file, uint64_t size) override {
     if (size <= kPartSize) {
-      std::vector<uint8_t> buf(size);
-      CHUNKSTORE_RETURN_IF_ERROR(ReadWhole(file, 0, &buf));
-      return Put(key, buf.data(), buf.size());
+      Request r;
+      r.method = "PUT";
+      r.key = Full(key);
+      r.body_file = &file;
+      r.body_len = static_cast<size_t>(size);
+      Response resp;
+      CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+      if (resp.status != 200) return Failure(r, resp);
+      return Status::OK();
     }
     return PutMultipart(key, file, size);
   }
@@ -328,11 +345,19 @@ class S3BlobStore final : public BlobStore {
     return where_.prefix.empty() ? key : where_.prefix + "/" + key;
   }
 
-  static Status ReadWhole(const File& file, uint64_t offset, std::vector<uint8_t>* buf) {
-    size_t got = 0;
-    CHUNKSTORE_RETURN_IF_ERROR(file.ReadAt(offset, buf->size(), buf->data(), &got));
-    if (got != buf->size()) return Status::IOError("the file to upload is shorter than expected");
-    return Status::OK();
+  // The SHA-256 of n bytes of file from offset, read a MiB at a time.
+  static Result<std::string> FileSha256Hex(const File& file, uint64_t offset, uint64_t n) {
+    Sha256 h;
+    std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
+    for (uint64_t done = 0; done < n;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), n - done));
+      size_t got = 0;
+      CHUNKSTORE_RETURN_IF_ERROR(file.ReadAt(offset + done, want, buf.data(), &got));
+      if (got != want) return Status::IOError("a staged pack shrank while it was uploaded");
+      h.Update(buf.data(), got);
+      done += got;
+    }
+    return h.Finish().Hex();
   }
 
   // A multipart upload lives on the service between its start and its
@@ -381,14 +406,15 @@ class S3BlobStore final : public BlobStore {
       collect(kPartsInFlight - 1);
       inflight.push_back(std::async(std::launch::async, [&, i]() -> Status {
         const uint64_t off = i * kPartSize;
-        std::vector<uint8_t> buf(static_cast<size_t>(std::min(kPartSize, size - off)));
-        CHUNKSTORE_RETURN_IF_ERROR(ReadWhole(file, off, &buf));
+        // Sent straight from the staged file: an upload holds no copy of
+        // its parts, whatever their number and size.
         Request part;
         part.method = "PUT";
         part.key = Full(key);
         part.query = {{"partNumber", std::to_string(i + 1)}, {"uploadId", upload_id}};
-        part.body = buf.data();
-        part.body_len = buf.size();
+        part.body_file = &file;
+        part.body_offset = off;
+        part.body_len = static_cast<size_t>(std::min(kPartSize, size - off));
         Response pr;
         CHUNKSTORE_RETURN_IF_ERROR(Perform(part, &pr));
         if (pr.status != 200) {
@@ -473,7 +499,14 @@ class S3BlobStore final : public BlobStore {
   // Sends the request, retrying transport failures and 5xx/429 answers
   // with backoff. OK means an HTTP answer arrived (any status).
   Status Perform(const Request& req, Response* resp) const {
-    const std::string payload_hash = Sha256Hex(req.body, req.body_len);
+    std::string payload_hash;
+    if (req.body_file) {
+      Result<std::string> h = FileSha256Hex(*req.body_file, req.body_offset, req.body_len);
+      if (!h.ok()) return h.status();
+      payload_hash = std::move(*h);
+    } else {
+      payload_hash = Sha256Hex(req.body, req.body_len);
+    }
     std::string path = "/";
     if (path_style_) path += UriEncode(where_.bucket, false) + (req.key.empty() ? "" : "/");
     path += UriEncode(req.key, true);
