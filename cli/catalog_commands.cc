@@ -268,6 +268,23 @@ int CmdIndexRebuild(const Globals& g) {
   return kOk;
 }
 
+int CmdRepairQuarantine(const Globals& g, const std::string& key) {
+  // The store is opened without reading its log: a damaged record is what
+  // stops that, and what this command is for.
+  auto opened = OpenStore(g, Access::kWrite, false, false);
+  if (!opened.ok()) return FailOpen(opened.status());
+  Status s = (*opened)->QuarantineLogRecord(key);
+  if (!s.ok()) return Fail(s);
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("quarantined").Str(key).EndObject();
+    Print(j.str() + "\n");
+  } else if (!g.quiet) {
+    Print("quarantined " + Printable(key) + ": its change is lost; `verify` reports it from now on\n");
+  }
+  return kOk;
+}
+
 int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params) {
   Status v = params.Validate();
   if (!v.ok()) return Fail(v, kUsage);

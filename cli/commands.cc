@@ -333,8 +333,9 @@ Result<std::string> StoreSecret(const Globals& g) {
   return secret;
 }
 
-Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access access, bool rebuild) {
+Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access access, bool rebuild, bool refresh) {
   chunkstore::Options o;
+  o.refresh_on_open = refresh;
   o.create_if_missing = access == Access::kCreate;
   o.rebuild_index = rebuild;
   const std::string dir = StoreDir(g);

@@ -36,6 +36,7 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
 int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick);
 int CmdStats(const Globals& g);
 int CmdIndexRebuild(const Globals& g);
+int CmdRepairQuarantine(const Globals& g, const std::string& key);
 int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params);
 
 }  // namespace cli

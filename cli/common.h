@@ -27,7 +27,8 @@ enum class Access { kRead, kWrite, kCreate };
 // Opens the store for access, rebuilding its index from the change log
 // first when rebuild; prints what the open noticed to stderr.
 chunkstore::Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access access,
-                                                                 bool rebuild = false);
+                                                                 bool rebuild = false,
+                                                                 bool refresh = true);
 
 // The secret of a bucket store: --secret-file, else $CHUNKSTORE_SECRET_FILE
 // ("" when neither is given). Never taken from the command line itself.

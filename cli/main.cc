@@ -118,6 +118,13 @@ int main(int argc, char** argv) {
   index->require_subcommand(1);
   auto* rebuild = index->add_subcommand("rebuild", "Recreate the index from the store's change log");
 
+  auto* repair = app.add_subcommand("repair", "Repair a damaged store (bucket stores)");
+  repair->require_subcommand(1);
+  std::string record;
+  auto* quarantine = repair->add_subcommand(
+      "quarantine", "Move a damaged log record out of a bucket's log, losing only its change");
+  quarantine->add_option("key", record, "The record's key (log/...), as the error names it")->required()->option_text("KEY");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -155,6 +162,7 @@ int main(int argc, char** argv) {
     if (*stats) return CmdStats(g);
     if (*chunks) return CmdChunks(g, path, params);
     if (*rebuild) return CmdIndexRebuild(g);
+    if (*quarantine) return CmdRepairQuarantine(g, record);
     return static_cast<int>(kUsage);
   }();
   return FinishOutput(code);

@@ -745,6 +745,84 @@ TEST_P(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
   EXPECT_NE(b.status().message().find((*logs)[0].key), std::string::npos);
 }
 
+// A rebuild that meets a damaged record fails naming it and leaves the
+// machine's cache as it was: the machine goes on serving what it had.
+TEST_P(BucketTest, ARebuildThatMeetsADamagedRecordKeepsTheOldCache) {
+  const auto d = RandomBytes(10000, 16), e = RandomBytes(10000, 17);
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+    ASSERT_TRUE(a->PublishBytes(e.data(), e.size(), "y").ok());
+  }
+  auto logs = backend_->List("log/");
+  ASSERT_TRUE(logs.ok());
+  ASSERT_EQ(logs->size(), 2u);
+  auto bytes = backend_->Get((*logs)[1].key);
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[20] ^= 1;
+  ASSERT_TRUE(backend_->Put((*logs)[1].key, bytes->data(), bytes->size()).ok());
+  Options o = SmallChunks();
+  o.blob_store = faulty_.get();
+  o.rebuild_index = true;
+  auto r = Store::Open(dir_ / "a", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find((*logs)[1].key), std::string::npos) << r.status().message();
+  auto again = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(again) << "the failed rebuild took the machine's cache with it";
+  EXPECT_EQ(*ReadObject(*again, "x"), d);
+  EXPECT_EQ(*ReadObject(*again, "y"), e);
+}
+
+// The repair for a damaged record: quarantined, it costs its own change
+// and nothing else; every machine reads the log again, and verify says
+// what was set aside. A sound record is never quarantined.
+TEST_P(BucketTest, AQuarantinedDamagedRecordLosesOnlyItsChange) {
+  const auto d = RandomBytes(10000, 18), e = RandomBytes(10000, 19);
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+    ASSERT_TRUE(a->PublishBytes(e.data(), e.size(), "y").ok());
+  }
+  auto logs = backend_->List("log/");
+  ASSERT_TRUE(logs.ok());
+  ASSERT_EQ(logs->size(), 2u);
+  const std::string sound = (*logs)[0].key, damaged = (*logs)[1].key;
+  auto bytes = backend_->Get(damaged);
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[20] ^= 1;
+  ASSERT_TRUE(backend_->Put(damaged, bytes->data(), bytes->size()).ok());
+  Options o = SmallChunks();
+  o.blob_store = faulty_.get();
+  ASSERT_FALSE(Store::Open(dir_ / "b", o).ok()) << "a new machine read past a damaged record";
+
+  o.refresh_on_open = false;
+  auto repair = Store::Open(dir_ / "r", o);
+  ASSERT_TRUE(repair.ok()) << repair.status().ToString();
+  Status refused = (*repair)->QuarantineLogRecord(sound);
+  EXPECT_TRUE(refused.IsInvalidArgument()) << refused.ToString();
+  EXPECT_TRUE((*repair)->QuarantineLogRecord("packs/anything").IsInvalidArgument());
+  ASSERT_TRUE((*repair)->QuarantineLogRecord(damaged).ok());
+  repair->reset();
+  EXPECT_TRUE(backend_->Get(sound).ok());
+  EXPECT_FALSE(backend_->Get(damaged).ok());
+
+  o.refresh_on_open = true;
+  auto b = Store::Open(dir_ / "b", o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(*ReadObject(**b, "x"), d);
+  EXPECT_TRUE((*b)->Resolve("y").status().IsNotFound());  // the lost change
+  auto v = (*b)->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_FALSE(v->corrupt());
+  bool said = false;
+  for (const auto& p : v->problems) said |= p.message.find("quarantined") != std::string::npos &&
+                                             p.message.find(damaged) != std::string::npos;
+  EXPECT_TRUE(said) << "verify does not report the quarantined record";
+}
+
 // A store with a secret: its changes are signed, a machine holding the
 // secret refuses a change that is not (a forged log record) as damage
 // naming the record, a wrong secret or none is refused for writing.

@@ -304,6 +304,14 @@ class Store {
   // reported in the result, not as an error; errors mean verify itself
   // could not run.
   Result<VerifyReport> Verify(const VerifyOptions& options = {});
+  // Bucket stores: moves a damaged log record (its key, "log/...", as the
+  // error that stopped a refresh names it) to quarantine/, losing only its
+  // change, so that every machine can read the log again; verify reports
+  // it from then on (log-cut-short, a warning). Refuses a record that
+  // passes its checks (InvalidArgument). Holds the bucket's exclusive
+  // lock. A store whose log cannot be read opens with
+  // Options::refresh_on_open = false for this. Unsupported on directories.
+  Status QuarantineLogRecord(const std::string& key);
   Result<StoreStats> Stats();
 
   // Bucket stores: applies what other writers published since this store

@@ -107,6 +107,7 @@ class BucketLog final : public ChangeLog {
   Status Checkpoint() override;
   Status Rebuild() override;
   Result<std::vector<Problem>> Check(Index* truth) override;
+  Status Quarantine(const std::string& record) override;
   Result<std::unique_ptr<FileLock>> LockGc() override;
   bool gc_holds_throughout() const override { return true; }
 

@@ -214,7 +214,30 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   std::vector<Problem> problems;
   Status s = Bootstrap(truth, &problems);
   if (!s.ok()) problems.push_back({true, s.message()});
+  // What a repair set aside stays on record: its change is lost.
+  Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);
+  if (!aside.ok()) return aside.status();
+  for (const BlobInfo& b : *aside)
+    problems.push_back({false, "log record " + std::string(kLogPrefix) + b.key.substr(std::string(kQuarantinePrefix).size(), 200) +
+                                   " was quarantined as damaged (its change is lost; the bytes are kept at " +
+                                   b.key.substr(0, 200) + ")"});
   return problems;
+}
+
+Status BucketLog::Quarantine(const std::string& record) {
+  if (!IsLogKey(record)) return Status::InvalidArgument("'" + record.substr(0, 200) + "' is not a log record key (log/...)");
+  // Taken as gc takes it: no writer and no other repair meanwhile.
+  Result<std::unique_ptr<BucketLock>> lock = Lock(true, 0);
+  if (!lock.ok()) return lock.status();
+  Result<std::string> bytes = blobs_->Get(record);
+  if (!bytes.ok()) return bytes.status().WithContext("cannot read log record " + record);
+  Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_, record);
+  if (c.ok() && !(c->kind == ChangeSet::kCheckpoint ||
+                  (c->kind == ChangeSet::kCheckpointMark) != IsCheckpointMark(record)))
+    return Status::InvalidArgument("log record " + record + " passes its checks: only a damaged record is quarantined");
+  const std::string aside = kQuarantinePrefix + record.substr(std::string(kLogPrefix).size());
+  CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(aside, bytes->data(), bytes->size()));
+  return blobs_->Delete(record);
 }
 
 }  // namespace chunkstore::internal

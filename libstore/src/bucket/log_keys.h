@@ -17,6 +17,8 @@ namespace chunkstore::internal {
 
 inline constexpr const char* kLogPrefix = "log/";
 inline constexpr const char* kCheckpointPrefix = "checkpoints/";
+// Damaged log records a repair moved out of the log (Store::QuarantineLogRecord).
+inline constexpr const char* kQuarantinePrefix = "quarantine/";
 inline constexpr const char* kMarkSuffix = "-checkpoint";
 // The meta key under which a cache records the newest checkpoint mark it
 // applied (or started from).

@@ -80,6 +80,15 @@ class ChangeLog {
   // fails its checks, a gap in the sequence. Empty when sound.
   virtual Result<std::vector<Problem>> Check(Index* truth) = 0;
 
+  // Moves a damaged record out of the log (a bucket's quarantine/), losing
+  // only its change, so that the log can be read again. Refuses a record
+  // that passes its checks. Unsupported where the log is not made of
+  // separate records (a directory's segments: index rebuild reads past
+  // nothing, so a damaged segment needs restoring from a copy).
+  virtual Status Quarantine(const std::string& record) {
+    return Status::Unsupported("only a bucket store's log records can be quarantined (" + record.substr(0, 64) + ")");
+  }
+
   // The lock that lets one gc run at a time (a directory's GC.lock; on a
   // bucket, gc's exclusive hold of the log does this). Busy if another gc
   // runs.

@@ -108,6 +108,8 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
   return internal::CollectGarbage(t, options);
 }
 
+Status Store::QuarantineLogRecord(const std::string& key) { return impl_->log->Quarantine(key); }
+
 Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
   internal::VerifyTarget t;
   t.index = &impl_->index;
