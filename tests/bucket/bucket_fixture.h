@@ -84,6 +84,11 @@ class FaultyBlobStore final : public BlobStore {
     return t_->Delete(key);
   }
   std::string Describe() const override { return t_->Describe(); }
+  Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) override { return t_->ListUploads(prefix); }
+  Status AbortUpload(const UploadInfo& upload) override {
+    CHUNKSTORE_RETURN_IF_ERROR(Mutate(upload.key));
+    return t_->AbortUpload(upload);
+  }
 
  private:
   Status Mutate(const std::string& key) {

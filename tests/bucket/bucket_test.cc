@@ -823,6 +823,56 @@ TEST_P(BucketTest, AQuarantinedDamagedRecordLosesOnlyItsChange) {
   EXPECT_TRUE(said) << "verify does not report the quarantined record";
 }
 
+// A pack upload a killed writer left open is aborted by the first gc after
+// the grace period (on S3; other blob stores write blobs whole and have
+// none to abort).
+TEST_P(BucketTest, GcAbortsPackUploadsAKilledWriterLeftOpen) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto d = RandomBytes(10000, 20);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  const std::string key = "packs/pack-00000000deadbeef.pack";
+  const bool s3 = GetParam() == Backend::kS3;
+  if (s3) {
+    auto id = internal::StartUpload(backend_.get(), key);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+  }
+  auto open = backend_->ListUploads("packs/");
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  ASSERT_EQ(open->size(), s3 ? 1u : 0u);
+  auto young = a->Gc();  // the default grace of an hour: a writer may still be at it
+  ASSERT_TRUE(young.ok()) << young.status().ToString();
+  EXPECT_EQ(young->uploads_aborted, 0u);
+  EXPECT_EQ(backend_->ListUploads("packs/")->size(), s3 ? 1u : 0u);
+  auto r = a->Gc(testing::GcNow());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->uploads_aborted, s3 ? 1u : 0u);
+  EXPECT_EQ(backend_->ListUploads("packs/")->size(), 0u);
+  EXPECT_EQ(*ReadObject(*a, "x"), d);
+}
+
+// Staged packs a killed publish left in the cache go at the next open;
+// one a writer holds (its lock taken) stays.
+TEST_P(BucketTest, StagedPacksAKilledPublishLeftGoAtTheNextOpen) {
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+  }
+  const std::string dead = dir_ / "a/packs/pack-00000000deadbeef.pack";
+  const std::string held = dir_ / "a/packs/pack-00000000000a11fe.pack";
+  testing::WriteFile(dead, RandomBytes(1000, 21));
+  testing::WriteFile(held, RandomBytes(1000, 22));
+  auto lock = Env::Posix()->TryLockExistingFile(held);
+  ASSERT_TRUE(lock.ok());
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(held));
+  bool said = false;
+  for (const auto& n : a->notices()) said |= n.find("staged packs") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 // A store with a secret: its changes are signed, a machine holding the
 // secret refuses a change that is not (a forged log record) as damage
 // naming the record, a wrong secret or none is refused for writing.

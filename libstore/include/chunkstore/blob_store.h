@@ -29,6 +29,13 @@ struct BlobInfo {
   int64_t modified = 0;  // unix seconds, by the blob store's clock
 };
 
+// A multipart upload begun and neither completed nor aborted.
+struct UploadInfo {
+  std::string key;       // as List gives keys
+  std::string id;        // the service's upload id
+  int64_t started = 0;   // unix seconds, by the blob store's clock
+};
+
 class BlobStore {
  public:
   virtual ~BlobStore() = default;
@@ -54,6 +61,18 @@ class BlobStore {
   virtual Status Delete(const std::string& key) = 0;
   // Where the blobs live, for messages ("s3://bucket/prefix").
   virtual std::string Describe() const = 0;
+  // Uploads under prefix still open: a writer killed mid-upload leaves
+  // one, whose parts the service keeps (and bills) until it is aborted.
+  // None for blob stores that write whole blobs at once (the default).
+  virtual Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) {
+    (void)prefix;
+    return std::vector<UploadInfo>{};
+  }
+  // Aborts an open upload, dropping its parts; OK if it is gone already.
+  virtual Status AbortUpload(const UploadInfo& upload) {
+    (void)upload;
+    return Status::OK();
+  }
 };
 
 // A fresh, empty blob store in memory (tests, examples).

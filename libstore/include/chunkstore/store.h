@@ -93,6 +93,7 @@ struct GcReport {
   uint64_t packs_left_for_space = 0;  // sparse packs not compacted: the disk lacked room for their live data
   uint64_t space_needed = 0;       // free bytes the largest of those needs
   uint64_t bytes_reclaimed = 0;    // file bytes freed (or that would be)
+  uint64_t uploads_aborted = 0;    // bucket stores: pack uploads killed writers left open
 };
 
 struct VerifyOptions {

@@ -170,6 +170,11 @@ struct BucketPackOptions {
 // The packs of a bucket store: assembled in staging files under
 // staging_dir by the same writer as on disk, uploaded whole when sealed,
 // never appended to again, and read with ranged GETs.
+// Removes the staged packs in a cache's staging folder that no writer
+// holds (a publish killed before its upload ended left them); where locks
+// prove nothing, only those an hour old. Returns how many.
+uint64_t SweepStagedPacks(Env* env, const std::string& staging_dir);
+
 std::unique_ptr<PackSet> NewBucketPackSet(Env* env, BlobStore* blobs, std::string staging_dir,
                                           IndexHandle* index, BucketPackOptions options);
 

@@ -41,6 +41,10 @@ class BucketPackSet final : public PackSet {
     Result<std::unique_ptr<File>> f = env_->OpenFile(w->path, OpenMode::kCreateNew);
     if (!f.ok()) return f.status();
     w->file = std::move(*f);
+    // Locked while staged, so that a sweep (SweepStagedPacks) can tell a
+    // killed writer's file from one being uploaded.
+    Result<std::unique_ptr<FileLock>> lock = env_->TryLockFile(w->path);
+    if (lock.ok()) w->lock = std::move(*lock);
     uint8_t header[kPackHeaderSize];
     EncodePackHeader(header);
     Status s = w->file->Append(header, sizeof header);
@@ -99,6 +103,19 @@ class BucketPackSet final : public PackSet {
     return blobs_->Delete(PackKey(name));
   }
   uint64_t FreeBytes() override { return UINT64_MAX; }  // a bucket has no disk to fill
+  Result<uint64_t> AbortStaleUploads(int64_t older_than) override {
+    Result<std::vector<UploadInfo>> open = blobs_->ListUploads(std::string(kPacksDir) + "/");
+    if (!open.ok()) return open.status();
+    uint64_t aborted = 0;
+    for (const UploadInfo& u : *open) {
+      // Only a pack's, and only one older than a writer could still be at.
+      const std::string name = u.key.substr(std::min(u.key.size(), std::string(kPacksDir).size() + 1));
+      if (u.key.rfind(std::string(kPacksDir) + "/", 0) != 0 || !IsPackName(name) || u.started > older_than) continue;
+      CHUNKSTORE_RETURN_IF_ERROR(blobs_->AbortUpload(u));
+      ++aborted;
+    }
+    return aborted;
+  }
   Status CutTail(const std::string&, uint64_t) override { return Status::Unsupported("pack blobs are immutable"); }
   Result<int64_t> Now() override {
     // The bucket's clock, not this machine's: the time a probe blob was
@@ -119,6 +136,27 @@ class BucketPackSet final : public PackSet {
 };
 
 }  // namespace
+
+uint64_t SweepStagedPacks(Env* env, const std::string& staging_dir) {
+  Result<std::vector<std::string>> names = env->ListDir(staging_dir);
+  if (!names.ok()) return 0;
+  const bool exact = env->LocksAreExact(staging_dir);
+  uint64_t removed = 0;
+  for (const std::string& n : *names) {
+    if (!IsPackName(n)) continue;  // not a staged pack: not ours to touch
+    const std::string path = staging_dir + "/" + n;
+    Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(path);
+    if (!lock.ok()) continue;  // a writer is at it
+    // Where a free lock proves nothing, only an hour's age says the
+    // writer is gone.
+    if (!exact) {
+      Result<FileInfo> info = env->GetFileInfo(path);
+      if (!info.ok() || NowSeconds() - info->modified < 3600) continue;
+    }
+    if (env->RemoveFile(path).ok()) ++removed;
+  }
+  return removed;
+}
 
 std::unique_ptr<PackSet> NewBucketPackSet(Env* env, BlobStore* blobs, std::string staging_dir, IndexHandle* index,
                                           BucketPackOptions options) {

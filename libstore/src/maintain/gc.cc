@@ -366,6 +366,11 @@ Status Collector::RemoveOrphans() {
   if (!files.ok()) return files.status();
   Result<int64_t> now = t_.packs->Now();
   if (!now.ok()) return now.status();
+  // A writer killed mid-upload leaves its upload open; one older than the
+  // grace period has no writer left to finish it.
+  Result<uint64_t> aborted = t_.packs->AbortStaleUploads(*now - o_.orphan_grace_seconds);
+  if (!aborted.ok()) return aborted.status().WithContext("cannot abort stale pack uploads");
+  report_.uploads_aborted += *aborted;
   std::vector<std::pair<PackFile, std::unique_ptr<FileLock>>> candidates, tails;
   for (const PackFile& f : *files) {
     Result<std::optional<PackRow>> known = truth_->FindPackByName(f.name);

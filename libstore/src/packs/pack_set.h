@@ -113,6 +113,13 @@ class PackSet {
   virtual Result<int64_t> Now() = 0;
   // Room left for new packs (UINT64_MAX where there is no such limit).
   virtual uint64_t FreeBytes() = 0;
+  // Aborts uploads of packs still open and begun at or before older_than (by the
+  // storage's clock): what writers killed mid-upload left. Returns how
+  // many. Nothing to do where packs are not uploaded.
+  virtual Result<uint64_t> AbortStaleUploads(int64_t older_than) {
+    (void)older_than;
+    return uint64_t{0};
+  }
 
  protected:
   explicit PackSet(IndexHandle* index) : index_(index) {}

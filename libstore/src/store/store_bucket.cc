@@ -118,6 +118,9 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
   if (!index.ok()) return index.status().WithContext("the index cache of " + impl->dir);
   impl->index.Reset(std::move(*index));
   CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, cache + "/" + kPacksDir));
+  if (const uint64_t swept = SweepStagedPacks(env, cache + "/" + kPacksDir))
+    impl->notices.push_back("removed " + std::to_string(swept) + " staged packs that killed publishes left in " +
+                            cache + "/" + kPacksDir);
   CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, impl->tmp_dir()));
   impl->log = std::make_unique<BucketLog>(env, impl->blobs, &impl->index, cache, impl->meta, options.bucket_checkpoint_records, options.secret,
                                           signed_store);

@@ -325,6 +325,61 @@ class S3BlobStore final : public BlobStore {
     return out;
   }
 
+  Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) override {
+    std::vector<UploadInfo> out;
+    std::string key_marker, id_marker;
+    for (;;) {
+      Request r;
+      r.query = {{"uploads", ""}, {"prefix", Full(prefix)}};
+      if (!key_marker.empty()) r.query.emplace_back("key-marker", key_marker);
+      if (!id_marker.empty()) r.query.emplace_back("upload-id-marker", id_marker);
+      Response resp;
+      CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+      if (resp.status != 200) return Failure(r, resp);
+      size_t pos = 0;
+      while (std::optional<std::string> item = XmlTag(resp.body, "Upload", &pos)) {
+        UploadInfo u;
+        u.key = XmlTag(*item, "Key");
+        if (u.key.size() < root_len()) continue;
+        u.key = u.key.substr(root_len());
+        u.id = XmlTag(*item, "UploadId");
+        u.started = ParseIsoTime(XmlTag(*item, "Initiated"));
+        if (!u.id.empty()) out.push_back(std::move(u));
+      }
+      if (XmlTag(resp.body, "IsTruncated") != "true") break;
+      key_marker = XmlTag(resp.body, "NextKeyMarker");
+      id_marker = XmlTag(resp.body, "NextUploadIdMarker");
+      if (key_marker.empty() && id_marker.empty()) break;
+    }
+    return out;
+  }
+
+  Status AbortUpload(const UploadInfo& upload) override {
+    Request r;
+    r.method = "DELETE";
+    r.key = Full(upload.key);
+    r.query = {{"uploadId", upload.id}};
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+    if (resp.status == 204 || resp.status == 200 || resp.status == 404) return Status::OK();
+    return Failure(r, resp);
+  }
+
+  // Begins an upload and returns its id (the first step of a multipart
+  // upload; StartUpload below leaves it open).
+  Result<std::string> BeginUpload(const std::string& key) {
+    Request init;
+    init.method = "POST";
+    init.key = Full(key);
+    init.query = {{"uploads", ""}};
+    Response resp;
+    CHUNKSTORE_RETURN_IF_ERROR(Perform(init, &resp));
+    if (resp.status != 200) return Failure(init, resp);
+    const std::string upload_id = XmlTag(resp.body, "UploadId");
+    if (upload_id.empty()) return Status::IOError(Describe() + ": no UploadId in the answer to a multipart upload");
+    return upload_id;
+  }
+
   Status Delete(const std::string& key) override {
     Request r;
     r.method = "DELETE";
@@ -381,15 +436,9 @@ class S3BlobStore final : public BlobStore {
   // an error answer from the service (not a transport failure).
   Status PutMultipartOnce(const std::string& key, const File& file, uint64_t size, bool* answered) {
     *answered = false;
-    Request init;
-    init.method = "POST";
-    init.key = Full(key);
-    init.query = {{"uploads", ""}};
-    Response resp;
-    CHUNKSTORE_RETURN_IF_ERROR(Perform(init, &resp));
-    if (resp.status != 200) return Failure(init, resp);
-    const std::string upload_id = XmlTag(resp.body, "UploadId");
-    if (upload_id.empty()) return Status::IOError(Describe() + ": no UploadId in the answer to a multipart upload");
+    Result<std::string> begun = BeginUpload(key);
+    if (!begun.ok()) return begun.status();
+    const std::string upload_id = *begun;
     const size_t parts = static_cast<size_t>((size + kPartSize - 1) / kPartSize);
     std::vector<std::string> etags(parts);
     std::vector<std::future<Status>> inflight;
@@ -644,6 +693,12 @@ Result<std::unique_ptr<BlobStore>> NewS3BlobStore(const S3Location& where, const
   auto store = std::make_unique<S3BlobStore>(where, opts);
   if (create_bucket) CHUNKSTORE_RETURN_IF_ERROR(store->CreateBucketIfMissing());
   return std::unique_ptr<BlobStore>(std::move(store));
+}
+
+Result<std::string> StartUpload(BlobStore* s3, const std::string& key) {
+  auto* store = dynamic_cast<S3BlobStore*>(s3);
+  if (!store) return Status::InvalidArgument("not an S3 blob store");
+  return store->BeginUpload(key);
 }
 
 }  // namespace chunkstore::internal

@@ -28,4 +28,9 @@ Result<S3Options> ResolveS3Options(const S3Options& given);
 Result<std::unique_ptr<BlobStore>> NewS3BlobStore(const S3Location& where, const S3Options& opts,
                                                   bool create_bucket);
 
+// Begins a multipart upload of key on an S3 blob store (one NewS3BlobStore
+// made) and leaves it open, as a writer killed mid-upload would: for tests
+// of what cleans such uploads up. Returns its upload id.
+Result<std::string> StartUpload(BlobStore* s3, const std::string& key);
+
 }  // namespace chunkstore::internal
