@@ -162,7 +162,8 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
     j.Key("objects_removed").Num(r->objects_removed).Key("chunks_removed").Num(r->chunks_removed);
     j.Key("packs_deleted").Num(r->packs_deleted).Key("packs_compacted").Num(r->packs_compacted);
     j.Key("packs_skipped").Num(r->packs_skipped).Key("packs_left_for_space").Num(r->packs_left_for_space);
-    j.Key("space_needed").Num(r->space_needed).Key("uploads_aborted").Num(r->uploads_aborted).EndObject();
+    j.Key("space_needed").Num(r->space_needed).Key("uploads_aborted").Num(r->uploads_aborted);
+    j.Key("packs_merged").Num(r->packs_merged).EndObject();
     Print(j.str() + "\n");
   } else if (!g.quiet) {
     Print(std::string(dry_run ? "would reclaim " : "reclaimed ") + HumanSize(r->bytes_reclaimed) + ": " +

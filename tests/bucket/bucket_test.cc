@@ -873,6 +873,36 @@ TEST_P(BucketTest, StagedPacksAKilledPublishLeftGoAtTheNextOpen) {
   EXPECT_TRUE(said);
 }
 
+// Each small publish uploads a pack of its own; gc copies them together
+// (one change), and every object reads back from the merged pack.
+TEST_P(BucketTest, GcMergesTheSmallPacksOfSmallPublishes) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  std::vector<std::vector<uint8_t>> data;
+  for (int i = 0; i < 30; ++i) {
+    data.push_back(RandomBytes(4096, 100 + i));
+    ASSERT_TRUE(a->PublishBytes(data.back().data(), data.back().size(), "s" + std::to_string(i)).ok());
+  }
+  ASSERT_TRUE(a->RemoveName("s0").ok());  // one dead: its pack is dropped, not merged
+  ASSERT_EQ(backend_->List("packs/")->size(), 30u);
+  auto r = a->Gc(testing::GcNow());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->packs_merged, 29u);
+  EXPECT_EQ(r->packs_deleted, 1u);
+  EXPECT_EQ(backend_->List("packs/")->size(), 1u);
+  for (int i = 1; i < 30; ++i) EXPECT_EQ(*ReadObject(*a, "s" + std::to_string(i)), data[i]) << i;
+  auto v = a->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->problems.empty()) << v->problems[0].kind << ": " << v->problems[0].message;
+  // A second machine sees the same.
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(*ReadObject(*b, "s7"), data[7]);
+  auto again = a->Gc(testing::GcNow());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->packs_merged, 0u);
+}
+
 // A store with a secret: its changes are signed, a machine holding the
 // secret refuses a change that is not (a forged log record) as damage
 // naming the record, a wrong secret or none is refused for writing.

@@ -89,6 +89,7 @@ struct GcReport {
   uint64_t chunks_removed = 0;
   uint64_t packs_deleted = 0;
   uint64_t packs_compacted = 0;
+  uint64_t packs_merged = 0;       // small packs copied together into bigger ones (bucket stores)
   uint64_t packs_skipped = 0;      // held by a writer right now; next gc takes them
   uint64_t packs_left_for_space = 0;  // sparse packs not compacted: the disk lacked room for their live data
   uint64_t space_needed = 0;       // free bytes the largest of those needs

@@ -95,6 +95,10 @@ class Collector {
   Status DropEmptyPacks(const Garbage& g);
   Status CompactSparsePacks(const Garbage& g);
   Status CompactPack(const std::string& name);
+  // Copies the live records of names into one new pack and removes them,
+  // in one change; false when none had any left.
+  Result<bool> CopyPacks(const std::vector<std::string>& names);
+  Status MergeSmallPacks(const Garbage& g);
   Status RemoveOrphans();
 
   GcTarget t_;
@@ -207,6 +211,7 @@ Result<GcReport> Collector::Run() {
   CHUNKSTORE_RETURN_IF_ERROR(DropEmptyPacks(g));
   CHUNKSTORE_RETURN_IF_ERROR(RemoveOrphans());
   CHUNKSTORE_RETURN_IF_ERROR(CompactSparsePacks(g));
+  CHUNKSTORE_RETURN_IF_ERROR(MergeSmallPacks(g));
   throughout_.reset();
   t_.packs->ForgetOpen();
   // A gc is a natural point to fold the log into a checkpoint; one that
@@ -293,25 +298,46 @@ Status Collector::CompactSparsePacks(const Garbage& g) {
 }
 
 Status Collector::CompactPack(const std::string& name) {
-  Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(name);
-  if (!lock.ok()) return lock.status().IsNotFound() ? Status::OK() : lock.status();
-  // Its live records, as the log has them now (nobody can add any while
-  // gc holds its lock; only gc removes them).
-  PackRow old;
-  std::vector<std::pair<Digest, ChunkLocation>> chunks;
+  Result<bool> done = CopyPacks({name});
+  if (!done.ok()) return done.status();
+  return Status::OK();
+}
+
+Result<bool> Collector::CopyPacks(const std::vector<std::string>& names) {
+  std::vector<std::unique_ptr<FileLock>> locks;
+  std::vector<std::string> mine;
+  for (const std::string& name : names) {
+    Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(name);
+    if (!lock.ok()) {
+      if (lock.status().IsNotFound()) continue;
+      if (names.size() > 1 && lock.status().IsBusy()) continue;  // merged next time
+      return lock.status();
+    }
+    locks.push_back(std::move(*lock));
+    mine.push_back(name);
+  }
+  // Their live records, as the log has them now (nobody can add any while
+  // gc holds their locks; only gc removes them).
+  struct Source {
+    PackRow row;
+    std::vector<std::pair<Digest, ChunkLocation>> chunks;
+  };
+  std::vector<Source> sources;
   CHUNKSTORE_RETURN_IF_ERROR(Step([&](ChangeLog::Held&) -> Status {
-    Result<std::optional<PackRow>> row = truth_->FindPackByName(name);
-    if (!row.ok()) return row.status();
-    if (!row->has_value()) return Status::OK();
-    old = **row;
-    Result<std::vector<std::pair<Digest, ChunkLocation>>> c = truth_->ChunksInPack(old.id);
-    if (!c.ok()) return c.status();
-    chunks = std::move(*c);
+    for (const std::string& name : mine) {
+      Result<std::optional<PackRow>> row = truth_->FindPackByName(name);
+      if (!row.ok()) return row.status();
+      if (!row->has_value()) continue;
+      Source src;
+      src.row = **row;
+      Result<std::vector<std::pair<Digest, ChunkLocation>>> c = truth_->ChunksInPack(src.row.id);
+      if (!c.ok()) return c.status();
+      src.chunks = std::move(*c);
+      if (!src.chunks.empty()) sources.push_back(std::move(src));
+    }
     return Status::OK();
   }));
-  if (chunks.empty()) return Status::OK();
-  Result<std::unique_ptr<File>> src = t_.packs->Open(name, old.size);
-  if (!src.ok()) return src.status();
+  if (sources.empty()) return false;
   Result<std::unique_ptr<PackWriter>> made = t_.packs->New();
   if (!made.ok()) return made.status();
   std::unique_ptr<PackWriter> w = std::move(*made);
@@ -319,26 +345,37 @@ Status Collector::CompactPack(const std::string& name) {
   c.packs.push_back({w->name, 0});
   std::vector<uint8_t> record;
   Status s;
-  for (const auto& [id, loc] : chunks) {
-    record.resize(kRecordHeaderSize + loc.stored_len);
-    size_t got = 0;
-    s = (*src)->ReadAt(loc.offset, record.size(), record.data(), &got);
-    if (!s.ok()) break;
-    Result<RecordHeader> h = DecodeRecordHeader(record.data(), got);
-    // A damaged record is left where it is (verify reports it); the old
-    // pack then stays, since something still points into it.
-    if (got != record.size() || !h.ok() || h->chunk_id != id ||
-        XxHash64(record.data() + kRecordHeaderSize, loc.stored_len) != loc.xxh64) {
-      s = Status::Corruption("gc found chunk " + id.Hex() + " damaged in pack " + name + " at offset " +
-                                 std::to_string(loc.offset) + "; not compacting it (run verify)",
-                             "", id.Hex());
+  uint64_t old_data = 0;
+  for (const Source& from : sources) {
+    old_data += DataBytes(from.row);
+    Result<std::unique_ptr<File>> src = t_.packs->Open(from.row.name, from.row.size);
+    if (!src.ok()) {
+      s = src.status();
       break;
     }
-    ChangeSet::Chunk moved{id, 0, loc};
-    moved.loc.offset = w->size;
-    c.chunks.push_back(moved);
-    s = w->Append(record.data(), kRecordHeaderSize, record.data() + kRecordHeaderSize, loc.stored_len);
+    for (const auto& [id, loc] : from.chunks) {
+      record.resize(kRecordHeaderSize + loc.stored_len);
+      size_t got = 0;
+      s = (*src)->ReadAt(loc.offset, record.size(), record.data(), &got);
+      if (!s.ok()) break;
+      Result<RecordHeader> h = DecodeRecordHeader(record.data(), got);
+      // A damaged record is left where it is (verify reports it); the old
+      // pack then stays, since something still points into it.
+      if (got != record.size() || !h.ok() || h->chunk_id != id ||
+          XxHash64(record.data() + kRecordHeaderSize, loc.stored_len) != loc.xxh64) {
+        s = Status::Corruption("gc found chunk " + id.Hex() + " damaged in pack " + from.row.name + " at offset " +
+                                   std::to_string(loc.offset) + "; not compacting it (run verify)",
+                               "", id.Hex());
+        break;
+      }
+      ChangeSet::Chunk moved{id, 0, loc};
+      moved.loc.offset = w->size;
+      c.chunks.push_back(moved);
+      s = w->Append(record.data(), kRecordHeaderSize, record.data() + kRecordHeaderSize, loc.stored_len);
+      if (!s.ok()) break;
+    }
     if (!s.ok()) break;
+    c.removed_packs.push_back(from.row.name);
   }
   // The copy is durable before any change moves a chunk into it.
   if (s.ok()) s = t_.packs->Seal(*w).get();
@@ -347,17 +384,55 @@ Status Collector::CompactPack(const std::string& name) {
     return s;
   }
   c.packs[0].size = w->size;
-  c.removed_packs.push_back(name);
   bool committed = false;
   s = Step([&](ChangeLog::Held& held) -> Status { return Commit(held, c, &committed); });
   t_.packs->Release(std::move(w), committed);
   CHUNKSTORE_RETURN_IF_ERROR(s);
   t_.packs->ForgetOpen();
-  Status rm = t_.packs->Remove(name);
-  if (!rm.ok() && !rm.IsNotFound())
-    return rm.WithContext("gc recorded its work but could not delete pack " + name + " (the next gc removes it)");
-  ++report_.packs_compacted;
-  report_.bytes_reclaimed += DataBytes(old) - (c.packs[0].size - kPackHeaderSize);
+  for (const std::string& name : c.removed_packs) {
+    Status rm = t_.packs->Remove(name);
+    if (!rm.ok() && !rm.IsNotFound())
+      return rm.WithContext("gc recorded its work but could not delete pack " + name + " (the next gc removes it)");
+  }
+  if (c.removed_packs.size() > 1) report_.packs_merged += c.removed_packs.size();
+  else ++report_.packs_compacted;
+  const uint64_t now_data = c.packs[0].size - kPackHeaderSize;
+  report_.bytes_reclaimed += old_data > now_data ? old_data - now_data : 0;
+  return true;
+}
+
+Status Collector::MergeSmallPacks(const Garbage& g) {
+  // Where every publish uploads packs of its own (a bucket), small
+  // publishes leave many small packs; they are copied together into
+  // packs of up to the upload size. A directory's writers append to packs
+  // with room instead.
+  if (!t_.packs->remote()) return Status::OK();
+  const uint64_t target = t_.packs->seal_at(), small = target / 8;
+  std::vector<std::vector<std::string>> groups(1);
+  uint64_t in_group = 0;
+  for (const auto& [name, use] : g.packs) {
+    const uint64_t data = DataBytes(use.row);
+    const bool sparse = use.live_bytes != 0 &&
+                        static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(data);
+    if (use.live_bytes == 0 || sparse || data >= small) continue;  // gone, or compacted above, or big enough
+    if (in_group + use.live_bytes > target && !groups.back().empty()) {
+      groups.emplace_back();
+      in_group = 0;
+    }
+    groups.back().push_back(name);
+    in_group += use.live_bytes;
+  }
+  for (const auto& group : groups) {
+    if (group.size() < 2) continue;
+    Result<bool> done = CopyPacks(group);
+    if (!done.ok()) {
+      if (done.status().IsBusy()) {
+        ++report_.packs_skipped;
+        continue;
+      }
+      return done.status();
+    }
+  }
   return Status::OK();
 }
 
