@@ -365,6 +365,10 @@ TEST_P(BucketTest, ACorruptPackBlobIsAnErrorNamingObjectAndChunk) {
   EXPECT_EQ(back.status().object_id(), pub->id);
   EXPECT_FALSE(back.status().chunk_id().empty());
   EXPECT_NE(back.status().message().find(back.status().chunk_id()), std::string::npos);
+  // The pack by its blob's name, never by a row number of this cache.
+  const std::string blob = (*packs)[0].key.substr(std::string("packs/").size());
+  EXPECT_NE(back.status().message().find(blob), std::string::npos) << back.status().message();
+  EXPECT_EQ(back.status().message().find("#"), std::string::npos) << back.status().message();
   auto v = fresh->Verify();
   ASSERT_TRUE(v.ok());
   ASSERT_TRUE(v->corrupt());
