@@ -825,6 +825,35 @@ TEST_P(BucketTest, AQuarantinedDamagedRecordLosesOnlyItsChange) {
   for (const auto& p : v->problems) said |= p.message.find("quarantined") != std::string::npos &&
                                              p.message.find(damaged) != std::string::npos;
   EXPECT_TRUE(said) << "verify does not report the quarantined record";
+  // The lost change's packs are named by no readable record: gc keeps every
+  // such pack while a record is set aside.
+  auto packs_before = backend_->List("packs/");
+  ASSERT_TRUE(packs_before.ok());
+  EXPECT_EQ(packs_before->size(), 2u);
+  auto g = (*b)->Gc(testing::GcNow());
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(backend_->List("packs/")->size(), 2u) << "gc deleted a pack the quarantined change may name";
+  EXPECT_EQ(*ReadObject(**b, "x"), d);
+}
+
+// A record this version cannot read (a newer chunkstore's) is not damage:
+// never quarantined.
+TEST_P(BucketTest, ARecordOfANewerFormatIsNeverQuarantined) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto d = RandomBytes(5000, 24);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  internal::ChangeSet future;
+  future.kind = static_cast<internal::ChangeSet::Kind>(99);
+  future.time = 1;
+  const std::string bytes = internal::EncodeChangeSet(future);
+  const std::string key = "log/0000000000-9999999999999-00000000000000ee";
+  ASSERT_TRUE(backend_->Put(key, bytes.data(), bytes.size()).ok());
+  Status q = a->QuarantineLogRecord(key);
+  if (q.ok()) {
+    FAIL() << "a record of an unknown kind was quarantined";
+  }
+  EXPECT_TRUE(backend_->Get(key).ok()) << "the record was moved";
 }
 
 // A pack upload a killed writer left open is aborted by the first gc after
@@ -864,14 +893,20 @@ TEST_P(BucketTest, StagedPacksAKilledPublishLeftGoAtTheNextOpen) {
   }
   const std::string dead = dir_ / "a/packs/pack-00000000deadbeef.pack";
   const std::string held = dir_ / "a/packs/pack-00000000000a11fe.pack";
+  const std::string young = dir_ / "a/packs/pack-0000000000000bed.pack";
   testing::WriteFile(dead, RandomBytes(1000, 21));
   testing::WriteFile(held, RandomBytes(1000, 22));
+  testing::WriteFile(young, RandomBytes(1000, 23));  // perhaps not locked yet by its writer
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(dead, old);
+  std::filesystem::last_write_time(held, old);
   auto lock = Env::Posix()->TryLockExistingFile(held);
   ASSERT_TRUE(lock.ok());
   auto a = OpenMachine(dir_ / "a");
   ASSERT_TRUE(a);
   EXPECT_FALSE(std::filesystem::exists(dead));
   EXPECT_TRUE(std::filesystem::exists(held));
+  EXPECT_TRUE(std::filesystem::exists(young));
   bool said = false;
   for (const auto& n : a->notices()) said |= n.find("staged packs") != std::string::npos;
   EXPECT_TRUE(said);

@@ -99,8 +99,8 @@ TEST_F(FullDisk, ReadsGoOnAndEveryChangeFailsWithNoSpaceLosingNothing) {
 TEST_F(FullDisk, WithLittleRoomLeftAChangeIsRefusedWholeAndGcStillRuns) {
   auto s = Open();
   ASSERT_TRUE(s.ok());
-  ASSERT_TRUE((*s)->RemoveName("b").ok());
   env_.SetFreeSpace(512 << 10);
+  ASSERT_TRUE((*s)->RemoveName("b").ok()) << "a removal, which gives space back, was refused";
   auto t = (*s)->Tag("a", "a2");
   ASSERT_FALSE(t.ok());
   EXPECT_TRUE(t.status().IsNoSpace()) << t.status().ToString();

@@ -108,6 +108,7 @@ class BucketLog final : public ChangeLog {
   Status Rebuild() override;
   Result<std::vector<Problem>> Check(Index* truth) override;
   Status Quarantine(const std::string& record) override;
+  Result<uint64_t> Quarantined() override;
   Result<std::unique_ptr<FileLock>> LockGc() override;
   bool gc_holds_throughout() const override { return true; }
 

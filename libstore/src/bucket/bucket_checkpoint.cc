@@ -224,6 +224,12 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   return problems;
 }
 
+Result<uint64_t> BucketLog::Quarantined() {
+  Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);
+  if (!aside.ok()) return aside.status();
+  return static_cast<uint64_t>(aside->size());
+}
+
 Status BucketLog::Quarantine(const std::string& record) {
   if (!IsLogKey(record)) return Status::InvalidArgument("'" + record.substr(0, 200) + "' is not a log record key (log/...)");
   // Taken as gc takes it: no writer and no other repair meanwhile.
@@ -235,6 +241,11 @@ Status BucketLog::Quarantine(const std::string& record) {
   if (c.ok() && !(c->kind == ChangeSet::kCheckpoint ||
                   (c->kind == ChangeSet::kCheckpointMark) != IsCheckpointMark(record)))
     return Status::InvalidArgument("log record " + record + " passes its checks: only a damaged record is quarantined");
+  // Only damage: a record this version cannot read (a newer one's) is
+  // sound, and moving it aside would lose a good change for every machine.
+  if (!c.ok() && !c.status().IsCorruption())
+    return Status::InvalidArgument("log record " + record + " is not damaged (" + c.status().message() +
+                                   "): not quarantining it");
   const std::string aside = kQuarantinePrefix + record.substr(std::string(kLogPrefix).size());
   CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(aside, bytes->data(), bytes->size()));
   return blobs_->Delete(record);

@@ -145,14 +145,13 @@ uint64_t SweepStagedPacks(Env* env, const std::string& staging_dir) {
   for (const std::string& n : *names) {
     if (!IsPackName(n)) continue;  // not a staged pack: not ours to touch
     const std::string path = staging_dir + "/" + n;
+    // A writer locks its staged pack just after creating it: a minute's
+    // age covers that moment, and where a free lock proves nothing, only
+    // an hour's age says the writer is gone.
+    Result<FileInfo> info = env->GetFileInfo(path);
+    if (!info.ok() || NowSeconds() - info->modified < (exact ? 60 : 3600)) continue;
     Result<std::unique_ptr<FileLock>> lock = env->TryLockExistingFile(path);
     if (!lock.ok()) continue;  // a writer is at it
-    // Where a free lock proves nothing, only an hour's age says the
-    // writer is gone.
-    if (!exact) {
-      Result<FileInfo> info = env->GetFileInfo(path);
-      if (!info.ok() || NowSeconds() - info->modified < 3600) continue;
-    }
     if (env->RemoveFile(path).ok()) ++removed;
   }
   return removed;

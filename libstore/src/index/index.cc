@@ -115,7 +115,8 @@ Result<std::unique_ptr<Index>> Index::Open(const std::string& path, const OpenOp
     OpenOptions alone = options;
     alone.exclusive = true;
     Result<std::unique_ptr<Index>> again = OpenOnce(path, alone);
-    if (again.ok()) return again;
+    // Busy (another process has the index) says more than the first error.
+    if (again.ok() || !again.status().IsNoSpace()) return again;
   }
   return index;
 }

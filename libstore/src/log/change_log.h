@@ -24,6 +24,12 @@
 
 namespace chunkstore::internal {
 
+// How a commit's error begins when the change reached the log (durably)
+// and only the index could not follow: callers that act on a made change
+// (gc deleting what it removed) look for it.
+inline constexpr const char* kIndexBehindLog = "the change is in the store's log but the index could not be updated";
+inline bool IndexBehindLog(const Status& s) { return s.message().find(kIndexBehindLog) != std::string::npos; }
+
 class ChangeLog {
  public:
   virtual ~ChangeLog() = default;
@@ -88,6 +94,10 @@ class ChangeLog {
   virtual Status Quarantine(const std::string& record) {
     return Status::Unsupported("only a bucket store's log records can be quarantined (" + record.substr(0, 64) + ")");
   }
+  // How many records were quarantined. Their changes may name packs no
+  // readable record names, so gc keeps every unnamed pack while there are
+  // any.
+  virtual Result<uint64_t> Quarantined() { return uint64_t{0}; }
 
   // The lock that lets one gc run at a time (a directory's GC.lock; on a
   // bucket, gc's exclusive hold of the log does this). Busy if another gc

@@ -275,16 +275,6 @@ constexpr uint64_t kRoomForAChange = 1 << 20;
 Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* made) {
   DirectoryLog* log = log_;
   if (made) *made = false;
-  // On a disk this full a change could reach the log and not the index
-  // (made, yet reported as a failure): it is refused whole instead. gc
-  // goes on, since what it records is what gives space back.
-  if (change.kind != ChangeSet::kGc) {
-    const uint64_t free = log->env_->FreeSpace(log->dir_);
-    if (free < kRoomForAChange)
-      return Status::NoSpace("the disk holding " + log->root_ + " is full (" + std::to_string(free >> 10) +
-                             " KiB free; a change needs " + std::to_string(kRoomForAChange >> 10) +
-                             " KiB): nothing was changed; gc, or deleting other files, makes room");
-  }
   bool checkpoint_due = false;
   {
     auto db = log->index_->Lock();
@@ -317,6 +307,20 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* 
     // last whole one ended.
     if (*size != pos->offset) CHUNKSTORE_RETURN_IF_ERROR((*f)->Truncate(pos->offset));
     const std::string frame = EncodeFrame(seq, EncodeChangeSet(change));
+    // On a disk this full a change could reach the log and not the index
+    // (made, yet reported as a failure): it is refused whole instead. gc
+    // and removals go on, since they are what gives space back. The room
+    // asked for grows with the change (its frame, and index rows of about
+    // that size again, twice over for the write-ahead log).
+    if (change.kind != ChangeSet::kGc && change.kind != ChangeSet::kRemoveName &&
+        change.kind != ChangeSet::kRemoveObject) {
+      const uint64_t free = log->env_->FreeSpace(log->dir_);
+      const uint64_t needed = kRoomForAChange + 4 * static_cast<uint64_t>(frame.size());
+      if (free < needed)
+        return Status::NoSpace("the disk holding " + log->root_ + " is full (" + std::to_string(free >> 10) +
+                               " KiB free; this change needs " + std::to_string(needed >> 10) +
+                               " KiB): nothing was changed; rm and gc, or deleting other files, make room");
+    }
     // A write that fails (a full disk) leaves at most part of the frame,
     // which no replay ever applies. Once the whole frame is written the
     // change may be made: an fsync that fails leaves the disk in a state
@@ -339,8 +343,7 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* 
     if (s.ok()) s = RecordPosition(*db, seq, pos->segment, pos->offset + frame.size(), pos->base);
     if (s.ok()) s = txn.Commit();
     if (!s.ok())
-      return s.WithContext("the change is in the store's log but the index could not be updated (the next "
-                           "command catches it up)");
+      return s.WithContext(std::string(kIndexBehindLog) + " (the next command catches it up)");
     const uint64_t records = pos->offset + frame.size() - pos->base;
     const uint64_t checkpoint = pos->base > kSegmentHeaderSize ? pos->base - kSegmentHeaderSize : 0;
     checkpoint_due = records > std::max(log->options_.checkpoint_bytes, checkpoint);

@@ -255,7 +255,7 @@ Status Collector::DropEmptyPacks(const Garbage& g) {
   // Once the log has the change the packs may go, even if the index could
   // not follow for want of space: deleting them is what gives the space
   // back, and the index catches up from the log.
-  if (!step.ok() && !(made && step.IsNoSpace())) return step;
+  if (!step.ok() && !(made && IndexBehindLog(step))) return step;
   for (const auto& [name, size] : removed) {
     Status rm = t_.packs->Remove(name);
     if (!rm.ok() && !rm.IsNotFound())
@@ -286,7 +286,7 @@ Status Collector::CompactSparsePacks(const Garbage& g) {
       ++report_.packs_skipped;
       continue;
     }
-    if (s.IsNoSpace()) {
+    if (s.IsNoSpace() && !IndexBehindLog(s)) {
       // The space went to someone else meanwhile; the copy is gone again.
       ++report_.packs_left_for_space;
       report_.space_needed = std::max(report_.space_needed, needed);
@@ -387,7 +387,9 @@ Result<bool> Collector::CopyPacks(const std::vector<std::string>& names) {
   bool committed = false;
   s = Step([&](ChangeLog::Held& held) -> Status { return Commit(held, c, &committed); });
   t_.packs->Release(std::move(w), committed);
-  CHUNKSTORE_RETURN_IF_ERROR(s);
+  // Once the log durably has the move, the old packs go even if the index
+  // could not follow (the error is returned after).
+  if (!s.ok() && !(committed && IndexBehindLog(s))) return s;
   t_.packs->ForgetOpen();
   for (const std::string& name : c.removed_packs) {
     Status rm = t_.packs->Remove(name);
@@ -398,6 +400,7 @@ Result<bool> Collector::CopyPacks(const std::vector<std::string>& names) {
   else ++report_.packs_compacted;
   const uint64_t now_data = c.packs[0].size - kPackHeaderSize;
   report_.bytes_reclaimed += old_data > now_data ? old_data - now_data : 0;
+  if (!s.ok()) return s;
   return true;
 }
 
@@ -426,7 +429,11 @@ Status Collector::MergeSmallPacks(const Garbage& g) {
     if (group.size() < 2) continue;
     Result<bool> done = CopyPacks(group);
     if (!done.ok()) {
-      if (done.status().IsBusy()) {
+      // Merging is tidying: a busy pack, a cache disk without room for the
+      // staged copy, or a damaged record (verify reports it) leave the
+      // group as it is and gc goes on.
+      if (done.status().IsBusy() || (done.status().IsNoSpace() && !IndexBehindLog(done.status())) ||
+          done.status().IsCorruption()) {
         ++report_.packs_skipped;
         continue;
       }
@@ -443,13 +450,20 @@ Status Collector::RemoveOrphans() {
   if (!now.ok()) return now.status();
   // A writer killed mid-upload leaves its upload open; one older than the
   // grace period has no writer left to finish it.
+  // Best effort: a service or policy that refuses to list uploads must
+  // not stop the rest of gc.
   Result<uint64_t> aborted = t_.packs->AbortStaleUploads(*now - o_.orphan_grace_seconds);
-  if (!aborted.ok()) return aborted.status().WithContext("cannot abort stale pack uploads");
-  report_.uploads_aborted += *aborted;
+  if (aborted.ok()) report_.uploads_aborted += *aborted;
+  // A quarantined record's change may have named packs that no readable
+  // record names: none of those is deleted while any record is set aside.
+  Result<uint64_t> quarantined = t_.log->Quarantined();
+  if (!quarantined.ok()) return quarantined.status();
+  const bool keep_unnamed = *quarantined > 0;
   std::vector<std::pair<PackFile, std::unique_ptr<FileLock>>> candidates, tails;
   for (const PackFile& f : *files) {
     Result<std::optional<PackRow>> known = truth_->FindPackByName(f.name);
     if (!known.ok()) return known.status();
+    if (!known->has_value() && keep_unnamed) continue;
     if (known->has_value()) {
       // Bytes past what the log holds, on a pack no writer holds: what a
       // killed writer appended. Cut at once where a free lock proves it.

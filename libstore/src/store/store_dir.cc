@@ -194,7 +194,8 @@ Status OpenWithConfig(Store::Impl* impl, const StoreConfig& config, const std::s
     o.read_only = impl->read_only;
     Result<std::unique_ptr<Index>> index = Index::Open(index_path, o);
     if (!index.ok()) {
-      if (index.status().IsBusy() || index.status().IsIOError() || index.status().IsUnsupported())
+      if (index.status().IsBusy() || index.status().IsIOError() || index.status().IsUnsupported() ||
+          index.status().IsNoSpace())
         return index.status().WithContext(dir);
       return Status::Corruption(dir + ": the store's index cannot be read (" + index.status().message() +
                                 "); `chunkstore index rebuild` recreates it from the change log, losing nothing");
@@ -377,7 +378,13 @@ Status Store::RemoveUnused(const std::string& dir_in, Env* env) {
   // log is judged and the files go.
   Result<std::unique_ptr<FileLock>> log_lock = env->TryLockFile(dir + "/" + kLogLock);
   if (!log_lock.ok()) return log_lock.status().IsBusy() ? Status::Busy(dir + " is in use") : log_lock.status();
-  if (!LogIsOnlyItsCreation(env, dir)) return refuse("changes were committed to it");
+  // Strictly: a log that cannot be listed, or holds no segment, is not
+  // one that is known to be only its creation.
+  Result<std::vector<std::string>> logs = env->ListDir(dir + "/" + kLogDir);
+  if (!logs.ok()) return logs.status().WithContext("not removing " + dir);
+  if (std::count_if(logs->begin(), logs->end(), [](const std::string& n) { return IsSegmentName(n, nullptr); }) != 1 ||
+      !LogIsOnlyItsCreation(env, dir))
+    return refuse("changes were committed to it");
   Result<std::vector<std::string>> top = env->ListDir(dir);
   if (!top.ok()) return top.status();
   for (const std::string& e : *top) {
@@ -392,7 +399,10 @@ Status Store::RemoveUnused(const std::string& dir_in, Env* env) {
   std::vector<std::string> files;
   for (const char* sub : {kPacksDir, kTmpDir, kLogDir}) {
     Result<std::vector<std::string>> names = env->ListDir(dir + "/" + sub);
-    if (!names.ok()) continue;
+    if (!names.ok()) {
+      if (names.status().IsNotFound()) continue;
+      return names.status().WithContext("not removing " + dir);
+    }
     for (const std::string& n : *names) {
       const std::string path = dir + "/" + sub + "/" + n;
       if (env->IsDirectory(path)) return refuse(std::string(sub) + "/" + n.substr(0, 64) + " is a directory");
