@@ -151,12 +151,7 @@ void RunS3(Harness& h, const Workload& w) {
     r.inside = "peak RSS (KiB, VmHWM) of a fresh process that writes a " + std::to_string(size) +
                "-byte random file in 512 KiB pieces, then publishes it to a new bucket store (fresh "
                "prefix and cache); samples_ms holds wall time, three runs";
-    std::vector<double> rss = PeakRssRuns(w, size, s.url(), &r.samples_ms);
-    r.extra.emplace_back("peak_rss_kib_median", JsonNumber(Median(rss)));
-    std::string all = "[";
-    for (size_t i = 0; i < rss.size(); ++i) all += (i ? ", " : "") + JsonNumber(rss[i]);
-    r.extra.emplace_back("peak_rss_kib", all + "]");
-    r.extra.emplace_back("payload_bytes", JsonNumber(static_cast<double>(size)));
+    MeasurePeakRss(w, size, s.url(), &r);
     h.Add(std::move(r));
   }
 }

@@ -560,8 +560,7 @@ int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed, const std:
   return corrupt ? 4 : 0;
 }
 
-std::vector<double> PeakRssRuns(const Workload& w, uint64_t size, const std::string& store_url,
-                                std::vector<double>* samples_ms) {
+void MeasurePeakRss(const Workload& w, uint64_t size, const std::string& store_url, Result* r) {
   std::vector<double> rss;
   for (int run = 0; run < 3; ++run) {
     const std::string dir = w.dir + "/memory-" + std::to_string(run);
@@ -581,7 +580,7 @@ std::vector<double> PeakRssRuns(const Workload& w, uint64_t size, const std::str
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
-    samples_ms->push_back(t.ms());
+    r->samples_ms.push_back(t.ms());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
       Die("memory child failed for size " + std::to_string(size), chunkstore::Status::OK());
     double kib = 0;
@@ -589,7 +588,11 @@ std::vector<double> PeakRssRuns(const Workload& w, uint64_t size, const std::str
     rss.push_back(kib);
     fs::remove_all(dir);
   }
-  return rss;
+  r->extra.emplace_back("peak_rss_kib_median", Num(Median(rss)));
+  std::string all = "[";
+  for (size_t i = 0; i < rss.size(); ++i) all += (i ? ", " : "") + Num(rss[i]);
+  r->extra.emplace_back("peak_rss_kib", all + "]");
+  r->extra.emplace_back("payload_bytes", Num(static_cast<double>(size)));
 }
 
 void RunMemory(Harness& h, const Workload& w) {
@@ -600,12 +603,7 @@ void RunMemory(Harness& h, const Workload& w) {
     r.inside = "peak RSS (KiB, VmHWM) of a fresh process that writes a " + std::to_string(size) +
                "-byte random file in 512 KiB pieces, then prepares, publishes and verifies it in a "
                "new on-disk store; samples_ms holds wall time, three runs";
-    std::vector<double> rss = PeakRssRuns(w, size, "", &r.samples_ms);
-    r.extra.emplace_back("peak_rss_kib_median", Num(Median(rss)));
-    std::string all = "[";
-    for (size_t i = 0; i < rss.size(); ++i) all += (i ? ", " : "") + Num(rss[i]);
-    r.extra.emplace_back("peak_rss_kib", all + "]");
-    r.extra.emplace_back("payload_bytes", Num(static_cast<double>(size)));
+    MeasurePeakRss(w, size, "", &r);
     h.Add(std::move(r));
   }
 }

@@ -54,9 +54,9 @@ void RunRebuild(Harness& h, const Workload& w);
 // With a store URL (s3://...), publishes there instead (the cache in dir),
 // and skips the verify.
 int MemoryChild(const std::string& dir, uint64_t size, uint64_t seed, const std::string& store_url = "");
-// Runs MemoryChild in a fresh process three times and returns the peak
-// RSS of each run in KiB (samples_ms gets the wall times).
-std::vector<double> PeakRssRuns(const Workload& w, uint64_t size, const std::string& store_url,
-                                std::vector<double>* samples_ms);
+// Runs MemoryChild in a fresh process three times: r's samples_ms get the
+// wall times, its extras the peak RSS (median and each run, KiB) and the
+// payload size.
+void MeasurePeakRss(const Workload& w, uint64_t size, const std::string& store_url, Result* r);
 
 }  // namespace bench

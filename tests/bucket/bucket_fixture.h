@@ -158,6 +158,32 @@ class BucketTest : public ::testing::TestWithParam<Backend> {
     return s.ok() ? std::move(*s) : nullptr;
   }
 
+  // Flips one bit of the blob at key, as damage on the way or at rest would.
+  void FlipBit(const std::string& key, size_t at = 20) {
+    auto bytes = backend_->Get(key);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    ASSERT_LT(at, bytes->size());
+    (*bytes)[at] ^= 1;
+    ASSERT_TRUE(backend_->Put(key, bytes->data(), bytes->size()).ok());
+  }
+
+  // A machine with its cache in dir_/a publishes d as "x" and e as "y" (one
+  // log record each); the second record is then damaged. The records'
+  // keys, oldest first (empty if a step failed).
+  std::vector<std::string> TwoRecordsTheSecondDamaged(const std::vector<uint8_t>& d, const std::vector<uint8_t>& e) {
+    {
+      auto a = OpenMachine(dir_ / "a");
+      if (!a) return {};
+      EXPECT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+      EXPECT_TRUE(a->PublishBytes(e.data(), e.size(), "y").ok());
+    }
+    auto logs = backend_->List("log/");
+    EXPECT_TRUE(logs.ok());
+    if (!logs.ok() || logs->size() != 2) return {};
+    FlipBit((*logs)[1].key);
+    return {(*logs)[0].key, (*logs)[1].key};
+  }
+
   size_t CountBlobs(const std::string& prefix) {
     auto l = backend_->List(prefix);
     EXPECT_TRUE(l.ok());

@@ -737,10 +737,7 @@ TEST_P(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
   auto logs = backend_->List("log/");
   ASSERT_TRUE(logs.ok());
   ASSERT_EQ(logs->size(), 1u);
-  auto bytes = backend_->Get((*logs)[0].key);
-  ASSERT_TRUE(bytes.ok());
-  (*bytes)[20] ^= 1;
-  ASSERT_TRUE(backend_->Put((*logs)[0].key, bytes->data(), bytes->size()).ok());
+  FlipBit((*logs)[0].key);
   Options o = SmallChunks();
   o.blob_store = faulty_.get();
   auto b = Store::Open(dir_ / "b", o);
@@ -753,26 +750,15 @@ TEST_P(BucketTest, ADamagedLogRecordStopsTheRefreshWithCorruption) {
 // machine's cache as it was: the machine goes on serving what it had.
 TEST_P(BucketTest, ARebuildThatMeetsADamagedRecordKeepsTheOldCache) {
   const auto d = RandomBytes(10000, 16), e = RandomBytes(10000, 17);
-  {
-    auto a = OpenMachine(dir_ / "a");
-    ASSERT_TRUE(a);
-    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
-    ASSERT_TRUE(a->PublishBytes(e.data(), e.size(), "y").ok());
-  }
-  auto logs = backend_->List("log/");
-  ASSERT_TRUE(logs.ok());
-  ASSERT_EQ(logs->size(), 2u);
-  auto bytes = backend_->Get((*logs)[1].key);
-  ASSERT_TRUE(bytes.ok());
-  (*bytes)[20] ^= 1;
-  ASSERT_TRUE(backend_->Put((*logs)[1].key, bytes->data(), bytes->size()).ok());
+  const auto keys = TwoRecordsTheSecondDamaged(d, e);
+  ASSERT_EQ(keys.size(), 2u);
   Options o = SmallChunks();
   o.blob_store = faulty_.get();
   o.rebuild_index = true;
   auto r = Store::Open(dir_ / "a", o);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
-  EXPECT_NE(r.status().message().find((*logs)[1].key), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(keys[1]), std::string::npos) << r.status().message();
   auto again = OpenMachine(dir_ / "a");
   ASSERT_TRUE(again) << "the failed rebuild took the machine's cache with it";
   EXPECT_EQ(*ReadObject(*again, "x"), d);
@@ -784,20 +770,9 @@ TEST_P(BucketTest, ARebuildThatMeetsADamagedRecordKeepsTheOldCache) {
 // what was set aside. A sound record is never quarantined.
 TEST_P(BucketTest, AQuarantinedDamagedRecordLosesOnlyItsChange) {
   const auto d = RandomBytes(10000, 18), e = RandomBytes(10000, 19);
-  {
-    auto a = OpenMachine(dir_ / "a");
-    ASSERT_TRUE(a);
-    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
-    ASSERT_TRUE(a->PublishBytes(e.data(), e.size(), "y").ok());
-  }
-  auto logs = backend_->List("log/");
-  ASSERT_TRUE(logs.ok());
-  ASSERT_EQ(logs->size(), 2u);
-  const std::string sound = (*logs)[0].key, damaged = (*logs)[1].key;
-  auto bytes = backend_->Get(damaged);
-  ASSERT_TRUE(bytes.ok());
-  (*bytes)[20] ^= 1;
-  ASSERT_TRUE(backend_->Put(damaged, bytes->data(), bytes->size()).ok());
+  const auto keys = TwoRecordsTheSecondDamaged(d, e);
+  ASSERT_EQ(keys.size(), 2u);
+  const std::string sound = keys[0], damaged = keys[1];
   Options o = SmallChunks();
   o.blob_store = faulty_.get();
   ASSERT_FALSE(Store::Open(dir_ / "b", o).ok()) << "a new machine read past a damaged record";

@@ -46,8 +46,20 @@ class GcTest : public ::testing::Test {
     EXPECT_TRUE(store->RemoveName("a").ok());
     return store;
   }
+  // The file operations of one clean gc, run on a copy of the store.
+  int CleanGcOperations(testing::FaultEnv& env) {
+    const auto copy_dir = dir_ / ("copy-" + std::to_string(++copies_));
+    std::filesystem::copy(dir_ / "s", copy_dir, std::filesystem::copy_options::recursive);
+    Options o = testing::SmallChunks();
+    o.env = &env;
+    auto copy = *Store::Open(copy_dir, o);
+    env.FailAt(0);
+    EXPECT_TRUE(copy->Gc(GcNow()).ok());
+    return env.count();
+  }
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
+  int copies_ = 0;
 };
 
 TEST_F(GcTest, ReclaimsRemovedObjectsAndKeepsTheRest) {
@@ -477,16 +489,7 @@ TEST_F(GcTest, ACompactionThatFillsTheDiskLeavesNoPartialPack) {
   testing::FaultEnv env(Env::Posix());
   Reopen(&env);
   const auto kept = SparsePack(*store_);
-  std::filesystem::copy(dir_ / "s", dir_ / "copy", std::filesystem::copy_options::recursive);
-  int total;
-  {
-    Options o = testing::SmallChunks();
-    o.env = &env;
-    auto copy = *Store::Open(dir_ / "copy", o);
-    env.FailAt(0);
-    ASSERT_TRUE(copy->Gc(GcNow()).ok());
-    total = env.count();
-  }
+  const int total = CleanGcOperations(env);
   int left = 0;
   for (int n = 1; n <= total; ++n) {
     Reopen(&env);
@@ -536,17 +539,7 @@ TEST_F(GcTest, FailureAtEveryStepLosesNothingAndARerunFinishes) {
     Put(RandomBytes(300000, 20 + i), "drop" + std::to_string(i));
   }
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(store_->RemoveName("drop" + std::to_string(i)).ok());
-  // Count the file operations of one clean gc on a copy.
-  std::filesystem::copy(dir_ / "s", dir_ / "copy", std::filesystem::copy_options::recursive);
-  int total;
-  {
-    Options o = testing::SmallChunks();
-    o.env = &env;
-    auto copy = *Store::Open(dir_ / "copy", o);
-    env.FailAt(0);
-    ASSERT_TRUE(copy->Gc(GcNow()).ok());
-    total = env.count();
-  }
+  const int total = CleanGcOperations(env);
   ASSERT_GT(total, 2);
   for (int n = 1; n <= total; ++n) {
     Reopen(&env);
