@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -38,11 +39,53 @@ class FaultyBlobStore final : public BlobStore {
   void SlowPackUploads(int ms) { pack_upload_ms_ = ms; }
   int most_pack_uploads_at_once() const { return most_at_once_; }
 
+  // The next PUT of a log record waits, once WaitUntilHeld has seen it
+  // start, until ReleaseHeldPut: a writer whose upload is still under way
+  // while other machines list the log.
+  void HoldNextLogPut() {
+    std::lock_guard<std::mutex> l(hold_mu_);
+    hold_armed_ = true;
+    held_ = released_ = false;
+  }
+  void WaitUntilHeld() {
+    std::unique_lock<std::mutex> l(hold_mu_);
+    hold_cv_.wait(l, [this] { return held_; });
+  }
+  void ReleaseHeldPut() {
+    {
+      std::lock_guard<std::mutex> l(hold_mu_);
+      released_ = true;
+    }
+    hold_cv_.notify_all();
+  }
+
+  // Every request made through this store since the last ForgetRequests,
+  // as "VERB key" (LIST: the prefix listed).
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_;
+  }
+  void ForgetRequests() {
+    std::lock_guard<std::mutex> l(mu_);
+    requests_.clear();
+  }
+
   Status Put(const std::string& key, const void* data, size_t n) override {
+    Note("PUT", key);
     CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
+    if (key.rfind("log/", 0) == 0) {
+      std::unique_lock<std::mutex> l(hold_mu_);
+      if (hold_armed_) {
+        hold_armed_ = false;
+        held_ = true;
+        hold_cv_.notify_all();
+        hold_cv_.wait(l, [this] { return released_; });
+      }
+    }
     return t_->Put(key, data, n);
   }
   Status PutFile(const std::string& key, const File& file, uint64_t size) override {
+    Note("PUT", key);
     CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
     if (key.rfind("packs/", 0) != 0 || pack_upload_ms_ == 0) return t_->PutFile(key, file, size);
     const int now = ++pack_uploads_;
@@ -54,6 +97,7 @@ class FaultyBlobStore final : public BlobStore {
     return s;
   }
   Status GetRange(const std::string& key, uint64_t offset, size_t n, void* buf, size_t* got) override {
+    Note("GET", key);
     return t_->GetRange(key, offset, n, buf, got);
   }
   Result<std::string> Get(const std::string& key) override {
@@ -61,6 +105,7 @@ class FaultyBlobStore final : public BlobStore {
       std::lock_guard<std::mutex> l(mu_);
       got_.push_back(key);
     }
+    Note("GET", key);
     return t_->Get(key);
   }
   // How many whole-blob GETs asked for keys under prefix since the last
@@ -75,22 +120,35 @@ class FaultyBlobStore final : public BlobStore {
     std::lock_guard<std::mutex> l(mu_);
     got_.clear();
   }
-  Result<uint64_t> Size(const std::string& key) override { return t_->Size(key); }
+  Result<uint64_t> Size(const std::string& key) override {
+    Note("HEAD", key);
+    return t_->Size(key);
+  }
   Result<std::vector<BlobInfo>> List(const std::string& prefix, const std::string& after) override {
+    Note("LIST", prefix);
     return t_->List(prefix, after);
   }
   Status Delete(const std::string& key) override {
+    Note("DELETE", key);
     CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
     return t_->Delete(key);
   }
   std::string Describe() const override { return t_->Describe(); }
-  Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) override { return t_->ListUploads(prefix); }
+  Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) override {
+    Note("LIST-UPLOADS", prefix);
+    return t_->ListUploads(prefix);
+  }
   Status AbortUpload(const UploadInfo& upload) override {
+    Note("ABORT", upload.key);
     CHUNKSTORE_RETURN_IF_ERROR(Mutate(upload.key));
     return t_->AbortUpload(upload);
   }
 
  private:
+  void Note(const char* verb, const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    requests_.push_back(std::string(verb) + " " + key);
+  }
   Status Mutate(const std::string& key) {
     std::lock_guard<std::mutex> l(mu_);
     ++mutations_;
@@ -106,7 +164,10 @@ class FaultyBlobStore final : public BlobStore {
   int countdown_ = -1;
   bool broken_ = false;
   int mutations_ = 0;
-  std::vector<std::string> got_;
+  std::vector<std::string> got_, requests_;
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  bool hold_armed_ = false, held_ = false, released_ = false;
   std::atomic<int> pack_upload_ms_{0}, pack_uploads_{0}, most_at_once_{0};
 };
 

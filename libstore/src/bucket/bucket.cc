@@ -277,7 +277,7 @@ Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys
         if (*applied) continue;
         Status s = ApplyChange(index, *fetched[i], nullptr);
         if (!s.ok()) return s.WithContext(blobs_->Describe() + ": log record " + key);
-        CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(key));
+        CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(key, RecordEffects(*fetched[i])));
         if (IsCheckpointMark(key)) CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta(kCheckpointMeta, key));
       }
       return txn.Commit().WithContext("cannot update the index cache");
@@ -330,12 +330,15 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     applied = std::move(*a);
     return Status::OK();
   }));
-  std::vector<std::string> todo;
+  std::vector<std::string> todo, late;
   int new_marks = 0;
   for (const std::string& key : *listed) {
     if (applied.count(key)) continue;
     todo.push_back(key);
     if (IsCheckpointMark(key) && key > mark) ++new_marks;
+    // Its PUT was still under way at the last listing, or its writer's
+    // clock runs behind.
+    if (key < newest) late.push_back(key);
   }
   // The records before the second-newest checkpoint may be gone: an index
   // that has not seen it may lack some of them.
@@ -343,7 +346,37 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     *behind = true;
     return Status::OK();
   }
+  // Every machine must hold the state of the log in key order, whatever
+  // order its records were listed in.
+  if (!late.empty()) {
+    Result<bool> reorder = LateRecordsReorder(scratch, late);
+    if (!reorder.ok()) return reorder.status();
+    if (*reorder) {
+      *behind = true;
+      return Status::OK();
+    }
+  }
   return ApplyKeys(scratch, todo);
+}
+
+Result<bool> BucketLog::LateRecordsReorder(Index* scratch, const std::vector<std::string>& late) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> after;
+  CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
+    Result<std::vector<std::pair<std::string, std::optional<std::string>>>> a = index.AppliedEffectsAfter(late.front());
+    if (!a.ok()) return a.status();
+    after = std::move(*a);
+    return Status::OK();
+  }));
+  for (const std::string& key : late) {
+    Result<std::string> bytes = blobs_->Get(key);
+    if (!bytes.ok()) return bytes.status().WithContext("cannot read log record " + key);
+    Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_, key);
+    if (!c.ok()) return c.status().WithContext(blobs_->Describe() + ": log record " + key);
+    const std::optional<std::string> effects = RecordEffects(*c);
+    for (const auto& [applied_key, applied_effects] : after)
+      if (applied_key > key && !EffectsCommute(effects, applied_effects)) return true;
+  }
+  return false;
 }
 
 Status BucketLog::CatchUp() {
@@ -391,7 +424,7 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   if (!seen.ok()) return cache_failed(seen.status());
   if (!*seen) {
     Status s = ApplyChange(*db, change, applied);
-    if (s.ok()) s = db->MarkApplied(key);
+    if (s.ok()) s = db->MarkApplied(key, RecordEffects(change));
     if (!s.ok()) return cache_failed(s);
   } else if (applied) {
     // Applied by the other process: what it added is not known here, and

@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +82,15 @@ class BucketLock {
 Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, const std::string& secret,
                         StoreMeta* meta, std::string* store_id, bool* signed_store);
 
+// What a log record does that depends on its place in the log order
+// (record_order.cc): "" (nothing; it commutes with every record), "n" and
+// then the names it gives versions to, each ending in a newline, or "r" (it
+// removes something). A cache keeps it beside each record's key.
+std::string RecordEffects(const ChangeSet& c);
+// Whether records with these effects leave the same state in either order;
+// nullopt (not known) commutes with nothing.
+bool EffectsCommute(const std::optional<std::string>& a, const std::optional<std::string>& b);
+
 class BucketLog final : public ChangeLog {
  public:
   // A lock older than this (by the bucket's clock) belongs to a crashed
@@ -130,13 +140,17 @@ class BucketLog final : public ChangeLog {
   Result<std::vector<std::string>> ListLog(const std::string& start_after);
   // Applies the log's records the index (scratch, or the live cache when
   // null) lacks; an empty one is bootstrapped. *behind: the index has not
-  // seen the second-newest checkpoint, so records it lacks may be gone
-  // (nothing was applied; rebuild it).
+  // seen the second-newest checkpoint, so records it lacks may be gone, or
+  // a record listed now sorts before one it applied and the two do not
+  // commute (nothing was applied; rebuild it).
   Status Follow(Index* scratch, std::vector<Problem>* problems, bool* behind);
   // Fills an empty index from the newest usable checkpoint and the records
   // after its mark (or the whole log, where no checkpoint was written).
   // problems (optional) gets the checkpoints passed over, and why.
   Status Bootstrap(Index* scratch, std::vector<Problem>* problems);
+  // Whether the late records (unapplied, sorting before ones the index
+  // applied) fail to commute with a record the index applied after them.
+  Result<bool> LateRecordsReorder(Index* scratch, const std::vector<std::string>& late);
   // Fetches and applies keys in order, to scratch, or to the live index
   // when scratch is null.
   Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys);

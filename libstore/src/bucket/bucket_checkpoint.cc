@@ -59,7 +59,7 @@ Status BucketLog::Bootstrap(Index* scratch, std::vector<Problem>* problems) {
       CHUNKSTORE_RETURN_IF_ERROR(txn.status());
       Status s = ApplyChange(index, *c, nullptr);
       if (!s.ok()) return s.WithContext(blobs_->Describe() + ": checkpoint " + key);
-      CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(mark));
+      CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(mark, ""));
       CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta(kCheckpointMeta, mark));
       return txn.Commit().WithContext("cannot update the index cache");
     }));
@@ -111,7 +111,7 @@ Status BucketLog::WriteCheckpoint(std::string* tail_out) {
     WriteTxn txn(db.get());
     CHUNKSTORE_RETURN_IF_ERROR(txn.status());
     // The cache holds the same state (it followed the same records).
-    CHUNKSTORE_RETURN_IF_ERROR(db->MarkApplied(mark));
+    CHUNKSTORE_RETURN_IF_ERROR(db->MarkApplied(mark, ""));
     CHUNKSTORE_RETURN_IF_ERROR(db->SetMeta(kCheckpointMeta, mark));
     CHUNKSTORE_RETURN_IF_ERROR(txn.Commit());
   }

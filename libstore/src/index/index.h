@@ -200,8 +200,13 @@ class Index {
   // Which of a bucket's log keys the cache has applied.
   Status PrepareBucketCache();
   Result<bool> IsApplied(const std::string& key);
-  Status MarkApplied(const std::string& key);
+  // effects: what the record does that depends on its place in the log
+  // order (bucket.h, RecordEffects).
+  Status MarkApplied(const std::string& key, const std::string& effects);
   Result<std::string> NewestApplied();
+  // The keys applied after key, in order, each with its effects (nullopt:
+  // not known, applied by an older version).
+  Result<std::vector<std::pair<std::string, std::optional<std::string>>>> AppliedEffectsAfter(const std::string& key);
   Result<std::set<std::string>> AppliedAfter(const std::string& key);
   Result<uint64_t> CountAppliedAfter(const std::string& key);
 

@@ -70,16 +70,10 @@ Status Index::Prepare() {
       {&st_->latest_names_of,
        "SELECT n.name FROM names n WHERE n.object=?1 AND n.version = "
        "(SELECT max(version) FROM names m WHERE m.name = n.name) ORDER BY n.name"},
-      {&st_->is_applied, "SELECT 1 FROM applied_log WHERE key=?1"},
-      {&st_->mark_applied, "INSERT OR IGNORE INTO applied_log VALUES(?1)"},
   };
+  // The bucket cache's table exists only in bucket caches: its statements
+  // are prepared by PrepareBucketCache.
   for (auto& s : all) {
-    // The bucket cache's table exists only in bucket caches: its two
-    // statements are prepared once PrepareBucketCache has made it.
-    if ((s.stmt == &st_->is_applied || s.stmt == &st_->mark_applied) &&
-        sqlite3_table_column_metadata(db_, nullptr, "applied_log", "key", nullptr, nullptr, nullptr, nullptr,
-                                      nullptr) != SQLITE_OK)
-      continue;
     if (sqlite3_prepare_v3(db_, s.sql, -1, SQLITE_PREPARE_PERSISTENT, s.stmt->addr(), nullptr) != SQLITE_OK)
       return Error("cannot prepare index statements");
   }
@@ -516,7 +510,9 @@ Status Index::Clear() {
   NoteChunksRemoved();
   for (const char* sql : {"DELETE FROM names", "DELETE FROM objects", "DELETE FROM chunks", "DELETE FROM packs"})
     CHUNKSTORE_RETURN_IF_ERROR(Exec(sql));
-  if (st_->is_applied.get()) CHUNKSTORE_RETURN_IF_ERROR(Exec("DELETE FROM applied_log"));
+  if (sqlite3_table_column_metadata(db_, nullptr, "applied_log", "key", nullptr, nullptr, nullptr, nullptr, nullptr) ==
+      SQLITE_OK)
+    CHUNKSTORE_RETURN_IF_ERROR(Exec("DELETE FROM applied_log"));
   return Status::OK();
 }
 
@@ -524,9 +520,15 @@ Status Index::Clear() {
 
 Status Index::PrepareBucketCache() {
   if (st_->is_applied.get()) return Status::OK();
-  CHUNKSTORE_RETURN_IF_ERROR(Exec("CREATE TABLE IF NOT EXISTS applied_log(key TEXT PRIMARY KEY) WITHOUT ROWID"));
+  // effects: what makes the record's place in the log order matter (see
+  // MarkApplied); NULL in a cache made before it was kept.
+  CHUNKSTORE_RETURN_IF_ERROR(
+      Exec("CREATE TABLE IF NOT EXISTS applied_log(key TEXT PRIMARY KEY, effects TEXT) WITHOUT ROWID"));
+  if (sqlite3_table_column_metadata(db_, nullptr, "applied_log", "effects", nullptr, nullptr, nullptr, nullptr,
+                                    nullptr) != SQLITE_OK)
+    CHUNKSTORE_RETURN_IF_ERROR(Exec("ALTER TABLE applied_log ADD COLUMN effects TEXT"));
   for (auto [stmt, sql] : {std::pair<Stmt*, const char*>{&st_->is_applied, "SELECT 1 FROM applied_log WHERE key=?1"},
-                           {&st_->mark_applied, "INSERT OR IGNORE INTO applied_log VALUES(?1)"}})
+                           {&st_->mark_applied, "INSERT OR IGNORE INTO applied_log VALUES(?1, ?2)"}})
     if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt->addr(), nullptr) != SQLITE_OK)
       return Error("cannot prepare the index cache");
   return Status::OK();
@@ -541,9 +543,9 @@ Result<bool> Index::IsApplied(const std::string& key) {
   return false;
 }
 
-Status Index::MarkApplied(const std::string& key) {
+Status Index::MarkApplied(const std::string& key, const std::string& effects) {
   Use u(st_->mark_applied);
-  u.Text(1, key);
+  u.Text(1, key).Text(2, effects);
   if (u.Step() != SQLITE_DONE) return Error("cannot record an applied log record");
   return Status::OK();
 }
@@ -560,6 +562,19 @@ Result<uint64_t> Index::CountAppliedAfter(const std::string& key) {
   q.use().Text(1, key);
   if (q.use().Step() != SQLITE_ROW) return Error("cannot read the index cache");
   return static_cast<uint64_t>(q.use().ColInt(0));
+}
+
+Result<std::vector<std::pair<std::string, std::optional<std::string>>>> Index::AppliedEffectsAfter(
+    const std::string& key) {
+  Query q(db_, "SELECT key, effects FROM applied_log WHERE key > ?1 ORDER BY key");
+  if (!q.ok()) return Error("cannot read the index cache");
+  q.use().Text(1, key);
+  std::vector<std::pair<std::string, std::optional<std::string>>> out;
+  int rc;
+  while ((rc = q.use().Step()) == SQLITE_ROW)
+    out.emplace_back(q.use().ColText(0), q.use().ColIsNull(1) ? std::nullopt : std::optional<std::string>(q.use().ColText(1)));
+  if (rc != SQLITE_DONE) return Error("cannot read the index cache");
+  return out;
 }
 
 Result<std::set<std::string>> Index::AppliedAfter(const std::string& key) {

@@ -54,6 +54,7 @@ class Use {
     sqlite3_clear_bindings(s_);
   }
   int64_t ColInt(int i) { return sqlite3_column_int64(s_, i); }
+  bool ColIsNull(int i) { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
   std::string ColText(int i) {
     const auto* p = sqlite3_column_text(s_, i);
     return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(s_, i))
