@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Write the report as JSON to FILE");
   app.add_option("--compare", compare_path, "Compare with an earlier JSON report");
   app.add_option("--rebuild-objects", w.rebuild_objects, "Objects in the index-rebuild store (default 100000)");
+  app.add_option("--bootstrap-records", w.bootstrap_records,
+                 "Log records of history in the s3-bootstrap-N stores (default 1000 100000)");
   app.add_option("--s3", w.s3_url, "Also measure a bucket store under this s3://BUCKET/PREFIX");
   app.add_option("--memory-sizes", memory_text, "Payload sizes for the memory runs (default 256,256MiB,1GiB)");
   CLI11_PARSE(app, argc, argv);

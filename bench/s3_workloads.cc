@@ -4,11 +4,17 @@
 // fresh cache, and removes its blobs afterwards (outside the timing), so a
 // small test server does not fill up.
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <functional>
 #include <random>
+#include <thread>
 
-#include "chunkstore/store.h"
 #include "backend/s3/s3_blob_store.h"
+#include "bucket/log_keys.h"
+#include "chunkstore/store.h"
+#include "format/change_set.h"
+#include "hash/digest.h"
 #include "workloads.h"
 
 namespace bench {
@@ -18,6 +24,17 @@ using chunkstore::Options;
 using chunkstore::Store;
 
 namespace {
+
+// Runs fn(0..n-1) on 16 threads: one request each, many in flight.
+void InParallel(size_t n, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&] {
+      for (size_t i; (i = next++) < n;) fn(i);
+    });
+  for (auto& t : threads) t.join();
+}
 
 // A fresh prefix under the --s3 URL, and a way to empty it.
 class Scratch {
@@ -33,10 +50,16 @@ class Scratch {
     auto where = Must(chunkstore::internal::ParseS3Url(url_), "parse");
     auto opts = Must(chunkstore::internal::ResolveS3Options({}), "s3 settings");
     auto blobs = Must(chunkstore::internal::NewS3BlobStore(where, opts, false), "s3");
-    for (const auto& b : Must(blobs->List(""), "list")) blobs->Delete(b.key);
+    const auto all = Must(blobs->List(""), "list");
+    InParallel(all.size(), [&](size_t i) { blobs->Delete(all[i].key); });
   }
-  std::unique_ptr<Store> Open() {
-    Options o;
+  // The bucket's blobs, without a store around them.
+  std::unique_ptr<chunkstore::BlobStore> Blobs() const {
+    auto where = Must(chunkstore::internal::ParseS3Url(url_), "parse");
+    auto opts = Must(chunkstore::internal::ResolveS3Options({}), "s3 settings");
+    return Must(chunkstore::internal::NewS3BlobStore(where, opts, false), "s3");
+  }
+  std::unique_ptr<Store> Open(Options o = {}) {
     o.cache_dir = cache_;
     return Must(Store::Open(url_, o), "open " + url_);
   }
@@ -49,8 +72,83 @@ class Scratch {
 
 }  // namespace
 
+// Writes count log records after the one at key after, one PUT each, 16 in
+// flight: record i tags "live/<i/2 % 500>" to one of objects, and the next
+// removes that name again. History grows, the live state does not (the
+// objects, and at most 500 names).
+void WriteChurn(chunkstore::BlobStore& blobs, const std::string& after, uint64_t count,
+                const std::vector<std::string>& objects) {
+  namespace in = chunkstore::internal;
+  int64_t epoch = 0, ms = 0;
+  if (!in::ParseLogKey(after, &epoch, &ms)) Die("no log key to write after: " + after, chunkstore::Status::OK());
+  InParallel(count, [&](size_t i) {
+    in::ChangeSet c;
+    c.time = 1700000000;
+    const std::string name = "live/" + std::to_string(i / 2 % 500);
+    if (i % 2 == 0) {
+      c.kind = in::ChangeSet::kTag;
+      auto id = in::Digest::FromHex(objects[i / 2 % objects.size()].substr(7));  // "sha256:<hex>"
+      if (!id) Die("object id", chunkstore::Status::OK());
+      c.names.push_back({name, *id, 0, 0});
+    } else {
+      c.kind = in::ChangeSet::kRemoveName;
+      c.removed_names.push_back(name);
+    }
+    const std::string key = in::LogKeyPrefix(epoch, ms + 1 + static_cast<int64_t>(i)) + "-" + in::RandomHex(8);
+    const std::string bytes = in::EncodeChangeSet(c, {}, key);
+    if (auto s = blobs.Put(key, bytes.data(), bytes.size()); !s.ok()) Die("put " + key, s);
+  });
+}
+
+// A bucket with `records` log records of history and a small live state,
+// as automatic checkpoints leave it: one publish of 1,000 objects, then
+// churn (WriteChurn) up to `records`, a checkpoint, and 500 records of churn
+// after it. Timed: a new machine's first command (Store::Open with a fresh
+// cache, then List).
+void MeasureBootstrap(Harness& h, const Workload& w, uint64_t records) {
+  const std::string op = "s3-bootstrap-" + std::to_string(records);
+  if (!h.Wanted(op)) return;
+  Scratch s(w, "bootstrap");
+  auto blobs = s.Blobs();
+  std::vector<std::string> objects;
+  {
+    auto store = s.Open();
+    auto batch = store->NewBatch();
+    for (int i = 0; i < 1000; ++i) {
+      const auto body = RandomPayload(200, w.seed * 7919 + static_cast<uint64_t>(i));
+      objects.push_back(Must(batch->AddBytes(body.data(), body.size()), "add").id);
+    }
+    Must(batch->Commit(), "commit");
+  }
+  const auto first = Must(blobs->List("log/"), "list");
+  const uint64_t before = records > 500 ? records - 500 : 0;
+  WriteChurn(*blobs, first.back().key, before, objects);
+  {
+    Options o;
+    o.bucket_checkpoint_records = 1;  // the next commit writes a checkpoint
+    auto store = s.Open(o);
+    Must(store->Tag(objects[0], "checkpointed"), "tag");
+  }
+  const auto marks = Must(blobs->List("checkpoints/"), "list");
+  if (marks.empty()) Die(op + ": no checkpoint was written", chunkstore::Status::OK());
+  const std::string mark = chunkstore::internal::MarkKey(chunkstore::internal::CheckpointTail(marks.back().key));
+  WriteChurn(*blobs, mark, records - before, objects);
+  h.Measure(op,
+            "a new machine's first command on a bucket store with " + std::to_string(records) +
+                " log records of history (tags and removals of 500 names over 1,000 objects; a "
+                "checkpoint, then 500 records after it): Store::Open with a fresh cache, then List",
+            Unit::kNone, 0, [&] {
+              s.DropCache();
+              Timer t;
+              auto store = s.Open();
+              Must(store->List(), "list");
+              return t.ms();
+            });
+}
+
 void RunS3(Harness& h, const Workload& w) {
   if (w.s3_url.empty()) return;
+  for (uint64_t records : w.bootstrap_records) MeasureBootstrap(h, w, records);
   if (h.Wanted("s3-blob")) {
     // The service's own rate for plain blobs, with nothing of chunkstore's
     // around it: what the store-level figures are bounded by.

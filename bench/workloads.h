@@ -21,6 +21,7 @@ struct Workload {
   std::vector<uint64_t> memory_sizes = {256, 256ull << 20, 1ull << 30};
   std::string self;           // path of this executable, for child processes
   uint64_t rebuild_objects = 100000;  // objects of the index-rebuild store
+  std::vector<uint64_t> bootstrap_records = {1000, 100000};  // histories of s3-bootstrap-N
   std::string s3_url;         // s3://BUCKET/PREFIX for the s3-* operations ("" skips them)
 };
 

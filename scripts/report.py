@@ -522,6 +522,22 @@ def s3_section(s3, path):
         lines.append(f"- A verified read runs at {R['s3-read-verified']['mib_per_s'] / R['s3-blob-get']['mib_per_s']:.2f}× "
                      "the one-at-a-time GET rate, with a ranged GET per ~1 MiB chunk (16 in flight) and a "
                      "SHA-256 check of each.")
+    boots = sorted((r for r in s3["results"] if r["name"].startswith("s3-bootstrap-")),
+                   key=lambda r: int(r["name"].rsplit("-", 1)[1]))
+    if boots:
+        lines += ["", "A new machine's first command against history (issue targets: at most 3 s with "
+                  "100,000 records, and at most 2× the time at 1,000):", "",
+                  "| log records of history | first command, median ms | min–max ms | × the smallest history |",
+                  "|---:|---:|---:|---:|"]
+        for r in boots:
+            lines.append(f"| {int(r['name'].rsplit('-', 1)[1]):,} | {r['median_ms']:.0f} | "
+                         f"{r['min_ms']:.0f}–{r['max_ms']:.0f} | {r['median_ms'] / boots[0]['median_ms']:.2f} |")
+    mem = [r for r in s3["results"] if r["name"].startswith("s3-memory-")]
+    for r in mem:
+        kib = r.get("peak_rss_kib_median")
+        if kib:
+            lines += ["", f"Peak RSS of a fresh process publishing {int(r['name'].rsplit('-', 1)[1]) >> 20} MiB to a "
+                      f"bucket store: {kib / 1024:.1f} MiB (issue target: at most 64 MiB)."]
     lines += ["", "The timed regions:", "", inside_list({"results": [r for r in s3["results"] if r["name"].startswith("s3-")]})]
     return "\n".join(lines)
 

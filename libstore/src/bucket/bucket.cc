@@ -14,6 +14,7 @@
 #include <set>
 
 #include "base/clock.h"
+#include "base/task_pool.h"
 #include "bucket/log_keys.h"
 #include "format/config.h"
 #include "format/layout.h"
@@ -238,30 +239,25 @@ void BucketLog::NoteEpoch(const std::string& key) {
 Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys) {
   // Records are fetched several at once (each is a round trip) and applied
   // in key order, many to a transaction (a rebuild applies the whole log).
-  constexpr size_t kBatch = 64;
-  constexpr size_t kFetchers = 8;
+  constexpr size_t kBatch = 128;
+  auto fetch = [this](const std::string& key) -> Result<ChangeSet> {
+    Result<std::string> bytes = blobs_->Get(key);
+    if (!bytes.ok()) return bytes.status().WithContext("cannot read log record " + key);
+    Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_, key);
+    if (c.ok() && (c->kind == ChangeSet::kCheckpoint || (c->kind == ChangeSet::kCheckpointMark) != IsCheckpointMark(key)))
+      c = Status::Corruption("a " + std::string(ChangeKindName(c->kind)) + " where the log has no place for one");
+    return c.ok() ? std::move(c) : Result<ChangeSet>(c.status().WithContext(blobs_->Describe() + ": log record " + key));
+  };
   for (size_t start = 0; start < keys.size(); start += kBatch) {
     const size_t end = std::min(keys.size(), start + kBatch);
-    std::vector<Result<ChangeSet>> fetched(end - start, Status::NotFound(""));
-    std::atomic<size_t> next{start};
-    auto fetch = [&] {
-      for (size_t i; (i = next++) < end;) {
-        Result<std::string> bytes = blobs_->Get(keys[i]);
-        if (!bytes.ok()) {
-          fetched[i - start] = bytes.status().WithContext("cannot read log record " + keys[i]);
-          continue;
-        }
-        Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_, keys[i]);
-        if (c.ok() && (c->kind == ChangeSet::kCheckpoint || (c->kind == ChangeSet::kCheckpointMark) != IsCheckpointMark(keys[i])))
-          c = Status::Corruption("a " + std::string(ChangeKindName(c->kind)) + " where the log has no place for one");
-        fetched[i - start] =
-            c.ok() ? std::move(c) : Result<ChangeSet>(c.status().WithContext(blobs_->Describe() + ": log record " + keys[i]));
-      }
-    };
-    std::vector<std::thread> fetchers;
-    for (size_t t = 1; t < std::min(kFetchers, end - start); ++t) fetchers.emplace_back(fetch);
-    fetch();
-    for (std::thread& t : fetchers) t.join();
+    // The pool's threads keep their connections from one batch (and one
+    // refresh) to the next.
+    std::vector<std::future<Result<ChangeSet>>> pending;
+    pending.reserve(end - start);
+    for (size_t i = start; i < end; ++i) pending.push_back(fetchers_.Submit([&fetch, &keys, i] { return fetch(keys[i]); }));
+    std::vector<Result<ChangeSet>> fetched;
+    fetched.reserve(end - start);
+    for (auto& f : pending) fetched.push_back(f.get());
     for (auto& r : fetched)
       if (!r.ok()) return r.status();
     // The live index is locked for each batch, not across the fetches.

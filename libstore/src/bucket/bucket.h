@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "chunkstore/blob_store.h"
+#include "base/task_pool.h"
 #include "chunkstore/env.h"
 #include "format/rows.h"
 #include "index/index.h"
@@ -174,6 +175,8 @@ class BucketLog final : public ChangeLog {
   std::string secret_;
   bool signed_store_;
   std::mutex refresh_mu_;  // one refresh (or write) at a time
+  // Fetches log records (ApplyKeys): each GET a round trip, many in flight.
+  TaskPool fetchers_{16};
   std::atomic<int64_t> epoch_{0};
 };
 
