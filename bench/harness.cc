@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness implementation: statistics, text rows and JSON output.
 #include "harness.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark harness: runs an operation's warmups and timed samples,
 // keeps every sample, and writes the report (text and JSON).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chunkstore-bench: macro benchmarks of the real library in one process,
 // with medians, ranges and a JSON report (see docs/performance.md).
 #include <sys/utsname.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Micro benchmarks (Google Benchmark) of the pieces on the hot paths:
 // chunker, SHA-256, xxHash64, zlib, index lookups and small-object rows,
 // record framing.

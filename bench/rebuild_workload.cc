@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chunkstore-bench "index-rebuild": how fast a directory store's index is
 // rebuilt from its change log. The store is made outside the timed region
 // through the public API: Workload::rebuild_objects objects of about ten

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chunkstore-bench operations on a bucket store (--s3 s3://BUCKET/PREFIX):
 // publish and read throughput to an S3 service, next to the local-disk
 // figures of the same run. Every sample works in a fresh prefix with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chunkstore-bench operations over the real library. Inputs are created
 // outside the timed regions; each operation's "inside" string says exactly
 // what is timed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chunkstore-bench operations. Each states what its timed region holds.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog and maintenance subcommands: stat, ls, log, tag, rm, gc,
 // verify, stats and chunks.
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chunkstore subcommands over the library (see main.cc for parsing).
 #include "commands.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chunkstore subcommands. Each returns the process exit code.
 #pragma once
 

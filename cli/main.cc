@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chunkstore command line: argument parsing and dispatch. The commands
 // themselves live in commands.cc and catalog_commands.cc.
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output helpers for the chunkstore command: exit codes, error lines,
 // human-readable sizes and times, and a JSON builder.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installation: headers, the library, the CLI and bench tools, a CMake
 # package (find_package(chunkstore CONFIG) -> chunkstore::store) and a
 # pkg-config file (chunkstore.pc).
@@ -26,12 +27,20 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfigVersion.cmake DESTINATION ${CHUNKSTORE_CMAKE_DIR})
 
 # libcurl is not linked: it is loaded with dlopen when an S3 store opens.
-set(CHUNKSTORE_PC_REQUIRES_PRIVATE "libcrypto sqlite3 zlib libxxhash")
+# A static library needs its dependencies on every consumer's link line, so
+# they are plain requirements there (a consumer need not know to ask for
+# --static); a shared one carries them itself. The public headers need
+# C++17 or later, and the consumer chooses its own -std.
+set(deps "libcrypto sqlite3 zlib libxxhash")
 if(BUILD_SHARED_LIBS)
-  set(CHUNKSTORE_PC_PRIVATE "")
+  set(CHUNKSTORE_PC_REQUIRES "")
+  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "${deps}")
+  set(CHUNKSTORE_PC_LIBS "")
 else()
-  # A static library needs its dependencies on the consumer's link line.
-  set(CHUNKSTORE_PC_PRIVATE "-lpthread -l${CMAKE_DL_LIBS}")
+  set(CHUNKSTORE_PC_REQUIRES "${deps}")
+  set(CHUNKSTORE_PC_REQUIRES_PRIVATE "")
+  set(CHUNKSTORE_PC_LIBS "-lpthread -l${CMAKE_DL_LIBS}")
 endif()
+file(RELATIVE_PATH CHUNKSTORE_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(cmake/chunkstore.pc.in ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstore.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

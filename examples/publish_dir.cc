@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Publish every regular file below a directory in one batch: one index
 // transaction, so all of them become visible at once or none do.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Publish a file into a store and print its id.
 //
 //   publish_file STORE_DIR FILE [NAME]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Write a byte range of an object to stdout, verified: what a server
 // answering an HTTP Range request would do.
 //

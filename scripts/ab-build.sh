@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by scripts/ab.sh and scripts/ab-cli.sh (not run on its own).
 #
 # ab_build_both NAME BASE_REV OUT TARGET: checks BASE_REV out in a worktree

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Measures two builds of the chunkstore CLI side by side in one run, each
 # command a fresh process timed whole, as scripts/compare-peers.sh times
 # them: `publish` of a file into a fresh store (durable), `publish` of a

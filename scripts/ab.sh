@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Measures two builds side by side in one run: the benchmark binary of a
 # base revision and that of the working tree take turns, round after round,
 # so drift on a shared machine hits both alike. Prints, for every operation,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The measuring half of scripts/ab-cli.sh: alternating whole-process runs
 of two chunkstore binaries on one input: publish into a fresh store,
 publish of a copy with one byte changed into a store holding the input

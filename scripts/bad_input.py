@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the chunkstore command on every bad input the reliability issue
 lists and records what a user gets: exit code and the stderr line. Also
 checks that nothing stored was lost. Writes JSON (see reliability_report.py).

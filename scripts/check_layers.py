@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the dependency rule of libstore/src (libstore/src/README.md): a
 file includes internal headers only from its own folder and the folders
 below it, and only index/ includes <sqlite3.h>. Prints every violation and

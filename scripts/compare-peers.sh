@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Measures chunkstore beside restic, borg and casync (from Debian) on the
 # same deterministic inputs in the same run, then regenerates
 # docs/performance.md. Writes docs/measurements/peers-DATE.json.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Side-by-side ingest, re-ingest, restore and small-file runs of chunkstore,
 restic, borg and casync on identical deterministic inputs, alternating the
 tool order every round. Each command is timed as a whole process (wall

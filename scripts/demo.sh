@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job, end to end: install, build, publish a sample file into the
 # default store and read it back, checking that the bytes are identical.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for a
 # bounded time. Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [JSON_OUT]
 # Prints, and optionally saves, each target's execution count.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes libstore/src/format/gear_table.cc: FastCDC's gear table.
 
 Entry i is the first 8 bytes (big-endian) of MD5 over 64 bytes equal to i,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what chunkstore needs to build and test on Debian 12, with apt-get.
 # Idempotent: packages already present are left alone. Needs root (or sudo).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Measures a bucket store on a local radosgw (scripts/s3-test-server.sh)
 # next to the local-disk operations, in one run of chunkstore-bench, saves
 # docs/measurements/bench-s3-DATE.json and regenerates docs/performance.md.

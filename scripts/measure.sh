@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds Release, runs the benchmark suites, saves their JSON under
 # docs/measurements/ with today's date, and regenerates docs/performance.md
 # and its plot from those files.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Pools several chunkstore-bench JSON reports of the same suite into one:
 each operation's samples from every round, and its median, range and rate
 recomputed from them. A single run can land in a slow stretch of a shared

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Mutation testing of the code that protects data.
 
 Each mutant in scripts/mutants.txt is a small, deliberate bug in a place

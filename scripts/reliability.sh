@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the full reliability campaigns and regenerates docs/reliability.md:
 # crash (1,000 SIGKILLs), corruption (1,000 damaged stores), concurrency
 # (11 processes for 60 s), checkpoint (SIGKILL before every file operation

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes docs/reliability.md from the JSON files scripts/reliability.sh
 saved in a docs/measurements/reliability-DATE/ folder (the newest one, or
 the one named on the command line)."""

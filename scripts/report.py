@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Regenerates docs/performance.md and docs/measurements/throughput.svg from
 the newest JSON files that scripts/measure.sh and scripts/compare-peers.sh
 wrote under docs/measurements/. Every number in the report comes from them."""

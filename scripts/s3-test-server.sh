@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A one-node Ceph cluster with a radosgw on 127.0.0.1, for the S3 tests and
 # the S3 benchmarks.
 #

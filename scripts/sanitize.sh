@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs the test suite under AddressSanitizer + UndefinedBehavior-
 # Sanitizer (build-asan/) and ThreadSanitizer (build-tsan/). Any report fails.
 # Usage: scripts/sanitize.sh [asan|tsan]...   (default: both)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs chunkstore-bench with tiny sizes, then checks its JSON report.
 execute_process(
   COMMAND ${BENCH} --size 2MiB --samples 2 --warmups 0 --memory-sizes 256,1MiB --rebuild-objects 2000 --json ${OUT}

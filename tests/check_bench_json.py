@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks a chunkstore-bench JSON report: it parses, has the environment
 fields, and lists every operation with consistent statistics."""
 import json

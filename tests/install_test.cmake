@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installs chunkstore into a scratch prefix, builds tests/install against it
-# with find_package, and runs the result.
+# with find_package and again through pkg-config, and runs both results.
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}/prefix
   RESULT_VARIABLE rc OUTPUT_QUIET)
@@ -43,4 +44,29 @@ execute_process(COMMAND ${WORK}/build/consumer RESULT_VARIABLE rc OUTPUT_VARIABL
 message(STATUS "${out}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "matches")
   message(FATAL_ERROR "the consumer failed (${rc}): ${out}")
+endif()
+# The same consumer through pkg-config, as a Makefile or meson user would
+# build it: the .pc file must point into this prefix (not the configured
+# one) and carry every library a static libchunkstore needs.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+file(GLOB_RECURSE pc ${WORK}/prefix/*/chunkstore.pc)
+get_filename_component(pcdir "${pc}" DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} "${pcdir}")
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs chunkstore OUTPUT_VARIABLE pcflags
+  RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config does not know the installed chunkstore")
+endif()
+if(NOT pcflags MATCHES "${WORK}/prefix")
+  message(FATAL_ERROR "pkg-config points outside the install prefix: ${pcflags}")
+endif()
+separate_arguments(pcflags UNIX_COMMAND "${pcflags}")
+execute_process(COMMAND ${CXX} -std=c++17 ${flags} ${SOURCE_DIR}/main.cc -o ${WORK}/pc-consumer ${pcflags}
+  RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building the consumer through pkg-config failed: ${err}")
+endif()
+execute_process(COMMAND ${WORK}/pc-consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "matches")
+  message(FATAL_ERROR "the pkg-config consumer failed (${rc}): ${out}")
 endif()

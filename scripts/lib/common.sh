@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the scripts (not run on its own): the one way each kind of
 # tree is configured and built, so that scripts sharing a build directory
 # never reconfigure it with different options.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Env implementations behave alike: files, temp files, locks, listing.
 #include <algorithm>
 #include <chrono>

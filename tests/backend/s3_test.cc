@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Known answers of the S3 backend: AWS Signature Version 4 against the
 // examples in AWS's S3 documentation, loading libcurl on demand, s3:// URLs.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status and Result: the text a status prints as, and what taking the value
 // of a failed Result does (it aborts, naming the error, in every build:
 // never a value that is not there).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints of bucket stores: a new machine starts from the newest one
 // and reads only the records after it; automatic checkpoints keep the log
 // short; a cache that fell two checkpoints behind starts again; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture of the bucket store tests: a shared bucket (in memory, a
 // directory, or a fresh prefix of a real S3 bucket when built with
 // CHUNKSTORE_TEST_S3) behind a blob store that can fail on demand, and

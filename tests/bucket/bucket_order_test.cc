@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order of a bucket store's log on every machine: records written at
 // the same moment by machines that do not coordinate are applied in key
 // order by every cache, whatever order each cache listed them in, so every

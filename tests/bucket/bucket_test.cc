@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bucket stores: publish, read, catalog, gc and verify over a BlobStore,
 // several caches sharing one bucket, cache loss, corruption and a failure
 // at every request.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoint campaign: kill -9 at every step of a commit that writes a
 // checkpoint of the change log. A store is made whose next commit is due
 // for a checkpoint; a probe counts the file operations of that commit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Journal, reading and reporting helpers for the campaigns.
 #include "common.h"
 

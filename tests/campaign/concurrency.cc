@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The concurrency campaign: 8 reader processes, 2 writer processes and one
 // gc process share a store for a bounded time. Writers publish payloads and
 // register them (and sometimes remove older names of their own); readers

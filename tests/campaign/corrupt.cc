@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The corruption campaign: damage pack files, the index, the change log
 // and the config in many ways
 // (flip, zero, truncate; at record headers, payloads, pack headers, and

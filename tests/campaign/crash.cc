@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The crash campaign: a child process publishes (large files, small
 // batches), removes names and runs gc in a loop; the parent kills it with
 // SIGKILL at random moments and, after each kill, reopens the store,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chunkstore-torture: the reliability campaigns (docs/reliability.md).
 //
 //   chunkstore-torture crash [--kills N] [--seed S] [--dir D] [--json F]

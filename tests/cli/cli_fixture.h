@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture of the chunkstore command's golden tests: runs the built
 // command with chosen stdin and stdout and collects its exit code, stdout
 // and stderr.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command on the failure paths an operator meets: empty option values,
 // multi-name rm, unwritable stdout, unreadable stdin, symlinks and special
 // files in a published tree, a FIFO where a pack should be, output aimed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden tests of the chunkstore command: stdout, stderr and exit code of
 // each command, including its failures.
 #include <csignal>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Change sets: every section round-trips, the bucket log records of format
 // 1 still decode, every damaged byte and truncation is refused, names from
 // storage that could become paths are refused, and a store secret's HMAC

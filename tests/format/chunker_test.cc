@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FastCDC: the reference crate's published vectors, cuts equal to a plain
 // single scan (chunker_reference.h), parameter checks, and the streaming
 // property (same cuts however the input is split).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pack record framing, manifests and compression: round trips and every
 // kind of damage the decoders must refuse without reading out of bounds.
 #include "format/compress.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the chunker's cut points are those of a plain single
 // scan written as the reference crate does it, and the same however the
 // input is split. The first bytes choose the parameters and the split;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the change set decoder (both encodings: bucket log
 // records of format 1 and change sets), and applying what decodes to an
 // index. The input gets a magic in front (its first byte picks which) and

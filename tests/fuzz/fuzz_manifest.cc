@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the manifest decoder on arbitrary blobs, sizes and ids.
 #include <cstdint>
 #include <cstdlib>

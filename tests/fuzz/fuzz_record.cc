@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the pack record header decoder must reject or accept
 // any 64 bytes without reading out of bounds, and what it accepts must
 // respect the length bounds.

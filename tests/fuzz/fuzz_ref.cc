@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: REF parsing and name validation against a small store.
 #include <cstdint>
 #include <string>

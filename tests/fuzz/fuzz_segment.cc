@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: scanning a directory store's log segment, whose frames
 // may be cut short, damaged or hostile. The input follows a valid segment
 // header, so the fuzzer explores the frames.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: Sha256Pair gives OpenSSL's digest for both messages,
 // and a Sha256Stream over the whole input, fed in two pieces, gives
 // OpenSSL's digest while taking the second message along

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chain states: what the object hash records at each chunk is the true
 // SHA-256 state there (the digest finished from it is the object's id),
 // on both SHA-256 paths, and the version-2 manifest keeps them exactly.

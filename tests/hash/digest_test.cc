@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 known answers (FIPS 180-2 examples), incremental hashing, hex,
 // and xxHash64's published value for the empty input.
 #include "hash/digest.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sha256Pair, Sha256Stream and Sha256::Of against OpenSSL: known answers,
 // every length around the padding boundaries, unequal and overlapping
 // messages, unaligned starts, a stream that hashes pieces on the way, and

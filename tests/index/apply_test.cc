@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Applying change sets to an index: the rules every store follows, that a
 // replay in either order agrees, that checkpoints replace what was there,
 // and that an index compared with the truth names what differs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ingest given an expected chunk list (an earlier version of the input):
 // chunks are taken at the expected cut points while their ids match, and
 // the input is cut as usual from the first chunk that differs. Whatever

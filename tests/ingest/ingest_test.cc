@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ingest pipeline: on inputs that change size under it, and its
 // threaded form at several thread counts against the inline one.
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading input files ahead of a batch (Batch::Prefetch, FilePrefetcher):
 // the hint must change nothing but speed. Every test compares with the same
 // files added without the hint, or with the files' own bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two-phase publish: prepare gives the id without writing; publish commits;
 // streams and large buffers spill to a private file that is always removed.
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Publishing an input when an object of its size is already stored: the
 // earlier object's chunks are checked where they were cut instead of the
 // input being cut again. Whether the input is that object again, an edit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Publishes bytes into an in-memory store and reads them back through the
 // std::istream adapter; exits 0 only if every byte matches.
 #include <chunkstore/blob_store.h>

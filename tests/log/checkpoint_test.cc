@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints of a directory store's change log: written once the log
 // since the last one outgrows its bound, each the first frame of a new
 // segment; two segments are kept; an index rebuilt from the newest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Garbage collection: what it reclaims, what it keeps, dry runs, crashes at
 // every step, and readers and publishers running alongside it.
 #include <set>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // verify: a clean store passes; each kind of damage is found and named.
 
 #include "test_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ObjectStream: std::istream access to verified object bytes.
 #include <sstream>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::OpenReaders: many refs opened against one index snapshot. Each
 // answer is the one OpenReader gives for that ref, in order, and a ref that
 // fails (missing, malformed, damaged) fails alone.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read-ahead of sequential reads: what is verified ahead, and what happens
 // to it when the reader seeks away or closes. A wrapped Env records which
 // pack records are read and can make one record's read slow, so the tests

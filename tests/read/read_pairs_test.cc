@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sequential reads verify read-ahead chunks in groups, two at a time
 // (LoadChunkGroup, a lane refilled with the group's next chunk as its own
 // ends): damage to any chunk of a group, in its payload (caught by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whole reads prove the object's id: a sequential read from the start
 // hands out the last byte only once the content's SHA-256 is the object's
 // id, whatever the manifest says. Chunk lists that were damaged or forged

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A bucket store behind HTTPS with a private CA: the certificate chain is
 # refused unless AWS_CA_BUNDLE (or SSL_CERT_FILE) names the CA, and trusted
 # when it does. The endpoint is `openssl s_server -www` with a server

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The chunkstore CLI against a real S3 service (a local radosgw started by
 # scripts/s3-test-server.sh): round trips, range reads, corruption, two
 # writers at once, a lost cache, the gateway going away mid-publish, a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """An HTTP proxy in front of the test S3 gateway that forgets multipart
 uploads: it answers the first N CompleteMultipartUpload requests (POST with
 an uploadId) with 404 NoSuchUpload, as a gateway that restarted between the

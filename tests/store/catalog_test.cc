@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Catalog: stat, list, history, tag, remove, stats, exists.
 #include "test_util.h"
 

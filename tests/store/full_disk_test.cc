@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A full disk: reads go on (the index's -shm file cannot be made, so the
 // index is opened for one process at a time with its WAL index in memory),
 // every change fails with NoSpace and loses nothing, an index that a full

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stores written by earlier versions of chunkstore (tests/golden/): the
 // current code opens a copy of each, verifies it and reads every object
 // back, byte for byte.

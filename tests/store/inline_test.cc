@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inline objects: objects of at most Options::inline_max bytes keep their
 // content in their index row, with no chunk row and no pack record. They
 // read back verified like any object, damage to them is found and named,

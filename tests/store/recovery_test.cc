@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The index is a cache of the change log: deleted, truncated, with a page
 // zeroed, or with its write-ahead log lost after acknowledged publishes,
 // it is caught up or rebuilt and gives back the same objects, names and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::RemoveUnused: a store no change was ever committed to goes, with
 // the uncommitted packs a failed publish left; anything else (a change, a
 // foreign file, a writer at work, not a store at all) is refused and left

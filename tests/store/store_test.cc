@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store round trips, range reads, dedupe, corruption detection and opening
 // rules, on disk and in memory.
 

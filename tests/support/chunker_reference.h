@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FastCDC v2020 cut as the reference crate writes it: one scan of byte
 // pairs from min, hash 0 at the start, no blocks and no resuming. The unit
 // tests and the chunker fuzz target hold the chunker's cuts against it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FaultEnv: an Env wrapper for tests that fails the Nth mutating file
 // operation (append, sync, truncate, open, rename, dir sync) with EIO or
 // ENOSPC, can make an append short (half written, then failing), can

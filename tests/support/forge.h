@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Forging a directory store's chunk lists in tests: what a writer with
 // access to the store's files could do to make an id name other bytes.
 // The manifest of an object gets two of its chunks swapped, with chain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rewriting a directory store's change log in tests: every change set of
 // the newest segment is decoded, handed to a function that may alter it,
 // and written back in valid frames. What a writer with access to the

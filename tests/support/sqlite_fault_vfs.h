@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A SQLite VFS shim for tests: forwards everything to the default VFS but
 // fails the Nth write, sync or truncate of any database, WAL or journal
 // file with an I/O error or "disk full". Installed as the default VFS while

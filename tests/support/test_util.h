@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tests: deterministic random bytes, temporary
 // directories, reading a whole object, gc without the grace period, and
 // SQL against a closed store's index.

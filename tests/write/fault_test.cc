@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault injection: fail every mutating file operation of a publish in turn
 // (EIO, ENOSPC, torn writes). Each time the publish must fail with a clear
 // error, everything committed before must still verify, nothing partial may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BlobStore: the narrow interface a bucket store keeps its data behind.
 //
 // A store opened on a bucket ("s3://BUCKET/PREFIX", or any BlobStore passed

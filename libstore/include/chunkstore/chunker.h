@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FastCDC (2020 variant) content-defined chunking.
 //
 // Cut points are identical to the reference `fastcdc` crate's v2020 module:

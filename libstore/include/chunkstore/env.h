@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Env: the file-system interface every store file goes through.
 //
 // Pack files, spill files, the lock file and the store directory are all

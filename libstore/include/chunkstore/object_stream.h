@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ObjectStream: a std::istream over a Reader, so existing code that reads
 // streams can consume an object.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Options: how a store is opened (and, when it is created, shaped).
 //
 // A plain struct; every field has a default that suits most uses. Fields

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status and Result: how every chunkstore call reports failure.
 //
 // The library does not throw. Every call that can fail returns a Status, or a

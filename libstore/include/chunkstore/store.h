@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store: publish payloads as content-addressed objects and read them back
 // verified.
 //

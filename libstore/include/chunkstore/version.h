@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Version information for the library and what it was built against.
 //
 // Thread safety: all functions may be called from any thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DirectoryBlobStore: blobs as files under a directory, a key's '/'
 // separated parts as subdirectories. A blob is written to a temporary file,
 // fsynced and renamed into place (then its directory fsynced), so it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MemoryBlobStore: blobs in a map, for tests and examples of bucket stores.
 #include <chrono>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-memory Env: a map from path to a file's bytes (MemData), for
 // in-memory stores and for tests that must not touch the disk.
 #include <algorithm>

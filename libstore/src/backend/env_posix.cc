@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The POSIX Env: plain file descriptors, pread/write, fsync, flock.
 //
 // Locks use flock(2), which belongs to the open file description, so two

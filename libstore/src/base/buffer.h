@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Buffer: a byte array whose contents are left uninitialized on resize.
 // Chunk buffers are always filled completely by a read or an inflate, so
 // the zero-fill std::vector would do is pure cost on the read path.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wall-clock time as the store records it: whole seconds for objects,
 // names and changes, milliseconds for bucket log keys.
 #pragma once

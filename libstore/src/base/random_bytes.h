@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic pseudo-random bytes from a seed, shared by the benchmark
 // tool and the tests so both describe their inputs the same way.
 #pragma once

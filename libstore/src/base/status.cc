@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status formatting helpers.
 #include "chunkstore/status.h"
 

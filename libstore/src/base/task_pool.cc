@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Worker threads of TaskPool (see task_pool.h).
 #include "base/task_pool.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fixed set of worker threads running submitted tasks in order of
 // submission. Readers use one per store for read-ahead, so verifying the
 // next chunks costs a queue push instead of a thread start per chunk.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bucket stores (bucket.h): the config blob, lock blobs, and the change log
 // kept as one blob per change set, applied to the local index cache.
 #include "bucket/bucket.h"

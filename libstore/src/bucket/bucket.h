@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bucket stores: a store whose packs and change log live in a BlobStore
 // (S3), with the local SQLite index as a cache rebuilt from it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints of a bucket store's log (bucket.h): writing them, starting a
 // cache from the newest one, and dropping the records they cover.
 //

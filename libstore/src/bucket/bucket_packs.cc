@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The packs of a bucket store (NewBucketPackSet, bucket.h): written by the
 // same pack writer as on disk into staging files in the cache, uploaded
 // whole when sealed (a publish seals each as it fills, and the last at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The keys of a bucket store's log and checkpoints (docs/format.md,
 // "Bucket layout"): what they look like, and how they sort.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order of a bucket's log records (bucket.h, RecordEffects): which
 // records commute, so a cache that applied records out of key order knows
 // when it must start again from the newest checkpoint.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Change sets (change_set.h): their byte encoding, decoded with bounds
 // checks so that a damaged or hostile change set is an error, never a crash
 // or an oversized allocation. The layout is in docs/format.md ("Change

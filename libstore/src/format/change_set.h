@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChangeSet: one change to a store, as its change log keeps it.
 //
 // Every change a store makes — a publish or batch, a tag, a removal, a gc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FastCDC v2020 cut-point search, bit-for-bit compatible with the reference
 // crate, made resumable so the same cuts come out however input is split.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zlib compression with cheap incompressibility checks (see compress.h).
 //
 // Two gates keep random data cheap: chunks of 64 KiB and more are judged

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk compression: zlib, used only where it pays.
 //
 // A chunk is stored compressed only when that saves at least 1/16 of its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store configs (config.h): encoding and a strict decoder.
 #include "format/config.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The config of a store: what it was created with, written once as a few
 // lines of text ("key value"), in STORE/config for a directory store and as
 // the config blob of a bucket store. The index keeps a copy, but the config

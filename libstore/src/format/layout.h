@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layout: the names of every file, directory and blob key a store writes,
 // and the checks that a name read back from storage is one of them.
 //

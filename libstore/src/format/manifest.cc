@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Manifest encodings (manifest.h) and their validating decoder.
 #include "format/manifest.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Manifests: the ordered chunk list of an object, as the change log and
 // the index keep it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names: what a catalog name may be (store.h, ValidateName), and the names
 // of the files and keys a store writes (layout.h).
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding and bounds-checked decoding of pack and record headers.
 #include "format/pack_format.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pack files: the on-disk framing of chunk records (see docs/format.md).
 //
 // A pack is a 16-byte file header followed by records. Each record is a

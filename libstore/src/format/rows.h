@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rows: what a store records about chunks, packs, objects and names, as
 // plain values. The change log carries them (change_set.h) and the index
 // holds them (index/); neither owns their meaning alone.

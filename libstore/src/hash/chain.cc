@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chain states (chain.h).
 #include "hash/chain.h"
 

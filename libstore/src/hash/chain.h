@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chain states: SHA-256 midstates of an object at block boundaries, the
 // links that let a full read prove the object's id chunk by chunk, on
 // several cores at once.

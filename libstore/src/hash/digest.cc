@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 via OpenSSL EVP (one-shot digests via this library's own code
 // where the CPU has SHA extensions), xxHash64 via libxxhash, hex
 // formatting and random hex names.

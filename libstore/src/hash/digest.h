@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Digest: a 32-byte SHA-256 value, with hex and id formatting and a fast
 // OpenSSL-backed hasher. Chunk ids and object ids are both Digests.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two SHA-256 computations interleaved on one core with the x86 SHA
 // extensions (see sha256_pair.h for why), and the OpenSSL fallback.
 //

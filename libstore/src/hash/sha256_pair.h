@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sha256Pair: the SHA-256 digests of two messages, computed together.
 //
 // One SHA-256 is a chain: each round needs the one before, so a single

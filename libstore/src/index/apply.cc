@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ApplyChange, Snapshot and CompareIndexes (apply.h).
 #include "index/apply.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Applying change sets to an index: the one set of rules every store
 // follows, whatever keeps its log (a directory's log segments or a
 // bucket's log blobs), and the snapshot of an index that a checkpoint

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SQLite index: opening and creating it, the schema and its versions,
 // the store's meta rows, transactions, and translation of SQLite errors
 // into Status values a user can act on (no SQLite jargon leaks out). The

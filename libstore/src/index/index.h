@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Index: the SQLite database that answers "where is chunk C", "what is
 // object O made of", "what does name N point at" quickly.
 //

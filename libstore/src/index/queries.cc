@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The index's queries: one method per question the store asks, each one
 // statement (prepared once where it is frequent). See index.h.
 #include "index/sql.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ref resolution (refs.h).
 #include "index/refs.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Refs: how a user names an object (store.h, Store::Resolve), resolved
 // against the index.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small RAII helpers over SQLite prepared statements, and the index's set
 // of prepared statements. Internal to index/: nothing else sees SQL.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The helper thread of FilePrefetcher (see file_prefetch.h). Files are
 // opened through FileSource, so an input that cannot be published fails
 // with the same message whether or not it was read ahead.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read-ahead of small input files for a batch publish.
 //
 // Publishing thousands of small files spends about as long in open, read

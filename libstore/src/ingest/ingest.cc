@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ingest on the calling thread (small inputs, one thread), and the choice
 // between it and the threaded pipeline (ingest_pipeline.cc).
 //

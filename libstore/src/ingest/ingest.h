@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ingest: turn a Source into hashed (and maybe compressed) chunks, in order.
 //
 // This is the hot path of prepare and publish. Cut points are found on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The threaded ingest pipeline (see ingest.h for the thread layout).
 //
 // Sources that already sit in memory are chunked in place; others are read

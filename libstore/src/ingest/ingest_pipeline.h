@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Steps the single-thread ingest (ingest.cc) and the threaded pipeline
 // (ingest_pipeline.cc) share, and the pipeline's entry point.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Source implementations. Files are read with plain read(2) in large pieces
 // and advised sequential, so the page cache streams ahead of the chunker.
 #include "ingest/source.h"

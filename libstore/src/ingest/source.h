@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sources: where the bytes of an object being prepared or published come
 // from (a file, a caller's buffer, a std::istream, a pull callback).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChangeLog: where a store keeps its changes, the truth its index caches.
 //
 // Every change a store makes is a change set (format/change_set.h) that the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DirectoryLog (directory_log.h): committing, catching up, replaying,
 // checkpointing and rebuilding a directory store's index from its log.
 #include "log/directory_log.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DirectoryLog: the change log of a directory store, in segment files under
 // STORE/log/ (segment.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LegacyLog (legacy_log.h).
 #include "log/legacy_log.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LegacyLog: the stand-in for a change log in a store of schema version 1
 // or 2 (whose index was its only record) opened where it cannot be
 // migrated (read-only media). Reads work from the index; every change is

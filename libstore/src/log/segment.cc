@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Log segments (segment.h): naming, framing and the scan that checks every
 // frame and tells a crash's cut-off tail from damage.
 #include "log/segment.h"

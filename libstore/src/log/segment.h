@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Log segments: the files a directory store's change log is made of.
 //
 // A segment is log/<first seq, 20 decimal digits>.log: a 32-byte header

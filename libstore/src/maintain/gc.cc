@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Garbage collection (gc.h), for directory and bucket stores alike.
 #include "maintain/gc.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Garbage collection: drop objects no name or pin keeps and chunks no live
 // object needs, delete packs nothing uses and compact packs that are
 // mostly garbage, and remove pack files the store never committed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // verify: re-read stored data and check it against everything that can
 // vouch for it.
 //

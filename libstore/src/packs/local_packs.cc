@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The packs of a directory store: files in STORE/packs, each with its own
 // flock, so that writers in several threads and processes append to
 // different packs and gc rewrites or removes only packs nobody writes.

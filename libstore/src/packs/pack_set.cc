@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every PackSet shares: pack writers' buffering, and opening packs
 // for reading by the index's pack id.
 #include "packs/pack_set.h"

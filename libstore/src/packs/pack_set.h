@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PackSet: where a store's pack files live, and the one place that knows
 // whether that is a directory or a bucket.
 //

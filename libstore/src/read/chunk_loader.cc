@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChunkLoader (chunk_loader.h): fetching a chunk record from its pack and
 // checking it (record header, xxHash64 of the stored bytes, inflate,
 // SHA-256 of the raw bytes) before any byte leaves, the cache of verified

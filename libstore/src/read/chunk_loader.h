@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChunkLoader: verified chunk bytes, from wherever the packs are.
 //
 // Loading chunk C reads its record from its pack and checks, in this order

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReaderStreambuf: refills a get area from a verifying Reader.
 #include "chunkstore/object_stream.h"
 

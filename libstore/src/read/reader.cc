@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Readers (store.h): the cursor over an object's verified chunks, with
 // parallel read-ahead for sequential reads, and the reader of an inline
 // object, whose content was verified when it was opened.

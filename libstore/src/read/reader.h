@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening verified readers (store.h, Reader) over a store's index and
 // chunk loader.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog side of a store: stat, names (list, history, tag, remove),
 // object removal and store-wide statistics. Every change is a change set
 // committed through the store's log, whatever kind of store it is.

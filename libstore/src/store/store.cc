@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store: opening and creating stores, the public publish and prepare calls,
 // and ref resolution.
 #include "chunkstore/store.h"

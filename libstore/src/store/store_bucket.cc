@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening bucket stores: the blob store, the config, and the local cache
 // (its index, and the staging folder of packs being written).
 #include <cstdlib>

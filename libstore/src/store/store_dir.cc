@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening directory stores (and in-memory ones, which are directory stores
 // over an in-memory Env): creating them, telling a store from a directory
 // that only looks like one, migrating stores of schema versions 1 and 2

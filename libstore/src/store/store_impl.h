@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::Impl: the pieces a store is made of, wired together. Each piece
 // lives in its own folder and knows nothing of the others beyond their
 // interfaces (libstore/src/README.md):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Version strings for --version and applications.
 #include "chunkstore/version.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PreparedState: what Store::Prepare* computed (the id and chunk list) and
 // where to read the content again when it is published (store.h,
 // PreparedObject).

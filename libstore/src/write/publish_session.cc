@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PublishSession (publish_session.h), and the ingest sink that connects
 // a session to Ingest.
 #include "write/publish_session.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PublishSession: the chunks and objects of one or more publishes, made
 // part of the store as one change.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading libcurl on demand (see curl_api.h).
 #include "backend/s3/curl_api.h"
 

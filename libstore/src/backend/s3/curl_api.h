@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libcurl, loaded when an S3 store is first opened rather than at program
 // start. Linked normally, libcurl and what it pulls in (TLS, Kerberos,
 // LDAP, ...) add about 3.5 ms to the start of every process that links

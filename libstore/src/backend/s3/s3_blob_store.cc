@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // S3BlobStore: blobs as objects in an S3 bucket (see s3_blob_store.h).
 //
 // Every request is signed with the payload's SHA-256, so the service

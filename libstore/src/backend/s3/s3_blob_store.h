@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The S3 implementation of BlobStore: libcurl for HTTP, requests signed with
 // AWS Signature Version 4 (sigv4.h), retries with backoff for timeouts,
 // dropped connections and 5xx answers.

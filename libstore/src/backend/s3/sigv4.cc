@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AWS Signature Version 4 (see sigv4.h): canonical request, string to sign,
 // derived key, signature.
 #include "backend/s3/sigv4.h"

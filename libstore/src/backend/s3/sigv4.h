@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AWS Signature Version 4 for S3 requests, signed with OpenSSL.
 //
 // Kept apart from the HTTP code so the known-answer vectors from AWS's
