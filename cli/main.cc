@@ -8,6 +8,7 @@
 #include "chunkstore/options.h"
 #include "chunkstore/version.h"
 #include "commands.h"
+#include "mistakes.h"
 #include "output.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
       "from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).\n"
       "Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found, 4 integrity failure,\n"
       "5 access denied."};
+  app.name("chunkstore");  // help says "Usage: chunkstore ...", however it was started
   app.require_subcommand(1);
   app.fallthrough();
   app.get_formatter()->column_width(28);
@@ -126,8 +128,15 @@ int main(int argc, char** argv) {
       "quarantine", "Move a damaged log record out of a bucket's log, losing only its change");
   quarantine->add_option("key", record, "The record's key (log/...), as the error names it")->required()->option_text("KEY");
 
+  std::string help_error;
+  const std::vector<std::string> args = RewriteHelp(argc, argv, app, &help_error);
+  if (!help_error.empty()) {
+    std::cerr << "chunkstore: " << help_error << "\n";
+    return kUsage;
+  }
   try {
-    app.parse(argc, argv);
+    // CLI11 takes the arguments in reverse, without the program name.
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend() - 1));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -135,7 +144,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "chunkstore: " << e.what() << "\n(run 'chunkstore --help' for usage)\n";
+    std::cerr << "chunkstore: " << UsageMessage(app, args, e) << "\n";
     return kUsage;
   }
   // An empty value is a mistake (an unset shell variable), never a choice:
@@ -144,8 +153,7 @@ int main(int argc, char** argv) {
                                  std::pair{publish->get_option("--name"), publish},
                                  std::pair{publish->get_option("--name-prefix"), publish}}) {
     if ((cmd == &app || cmd->parsed()) && opt->count() > 0 && opt->as<std::string>().empty()) {
-      std::cerr << "chunkstore: " << opt->get_name() << " needs a value, not an empty string\n"
-                << "(run 'chunkstore --help' for usage)\n";
+      std::cerr << "chunkstore: " << opt->get_name() << " needs a value, not an empty string (see 'chunkstore --help')\n";
       return kUsage;
     }
   }
