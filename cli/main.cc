@@ -3,11 +3,13 @@
 // themselves live in commands.cc and catalog_commands.cc.
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <fstream>
 #include <iostream>
 
 #include "chunkstore/options.h"
 #include "chunkstore/version.h"
 #include "commands.h"
+#include "generate.h"
 #include "mistakes.h"
 #include "output.h"
 
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
 
   bool no_compression = false;
   auto* init = app.add_subcommand("init", "Create a store (publish also creates one)");
+  init->footer("\nExamples:\n  chunkstore init\n  chunkstore --store /srv/store init --avg 262144\n  chunkstore --store s3://bucket/models init\n");
   chunk_flags(init);
   init->add_flag("--no-compression", no_compression, "Never compress chunks in this store");
   uint32_t inline_max = chunkstore::Options().inline_max;
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
 
   PublishArgs pub;
   auto* publish = app.add_subcommand("publish", "Store files, directories or stdin (-); print ids");
+  publish->footer("\nExamples:\n  chunkstore publish model.bin --name weights/llama\n  chunkstore publish ./dataset --name-prefix data/v2\n  tar c src | chunkstore publish - --name src.tar\n");
   publish->add_option("inputs", pub.inputs, "Files, directories (every file below), or -")
       ->required()->option_text("PATH...");
   publish->add_option("--name", pub.name, "Catalog name for the single input")->option_text("NAME");
@@ -65,31 +69,37 @@ int main(int argc, char** argv) {
 
   std::string ref, out_path, offset, length;
   auto* cat = app.add_subcommand("cat", "Write an object's verified bytes");
+  cat->footer("\nExamples:\n  chunkstore cat weights/llama -o model.bin\n  chunkstore cat weights/llama@2 > old.bin\n  chunkstore cat sha256:2f7c1b9e --offset 4096 --length 512 | xxd\n");
   cat->add_option("ref", ref, "Object to read")->required()->option_text("REF");
   cat->add_option("--offset", offset, "First byte (default 0)")->option_text("N");
   cat->add_option("--length", length, "Bytes to write (default: to the end)")->option_text("N");
   cat->add_option("-o,--output", out_path, "Write FILE atomically instead of stdout")->option_text("FILE");
 
   auto* stat = app.add_subcommand("stat", "Show an object's size, chunks, storage and names");
+  stat->footer("\nExamples:\n  chunkstore stat weights/llama\n  chunkstore --json stat sha256:2f7c1b9e\n");
   stat->add_option("ref", ref, "Object")->required()->option_text("REF");
 
   std::string prefix;
   bool all = false;
   auto* ls = app.add_subcommand("ls", "List names (latest versions) with size, time and id");
+  ls->footer("\nExamples:\n  chunkstore ls\n  chunkstore ls weights/\n  chunkstore ls --all\n");
   ls->add_option("prefix", prefix, "Only names starting with PREFIX")->option_text("PREFIX");
   ls->add_flag("-a,--all", all, "Also list objects that no name points at");
 
   std::string name;
   auto* log = app.add_subcommand("log", "Show every version of a name, newest first");
+  log->footer("\nExamples:\n  chunkstore log weights/llama\n");
   log->add_option("name", name, "Name")->required()->option_text("NAME");
 
   auto* tag = app.add_subcommand("tag", "Point a name at an existing object (a new version)");
+  tag->footer("\nExamples:\n  chunkstore tag weights/llama@2 weights/stable\n  chunkstore tag sha256:2f7c1b9e release/1.0\n");
   tag->add_option("ref", ref, "Object")->required()->option_text("REF");
   tag->add_option("name", name, "Name")->required()->option_text("NAME");
 
   std::vector<std::string> names;
   std::string object;
   auto* rm = app.add_subcommand("rm", "Remove names, or an object and all its names");
+  rm->footer("\nExamples:\n  chunkstore rm weights/llama && chunkstore gc\n  chunkstore rm --object sha256:2f7c1b9e\n");
   rm->add_option("names", names, "Names to remove with their history")->option_text("NAME...");
   rm->add_option("--object", object, "Forget this object and every name version of it")
       ->option_text("REF");
@@ -98,6 +108,7 @@ int main(int argc, char** argv) {
   double compact_below = 0.5;
   int64_t grace = 3600;
   auto* gc = app.add_subcommand("gc", "Reclaim space no live object needs");
+  gc->footer("\nExamples:\n  chunkstore gc --dry-run\n  chunkstore gc --compact-below 0.8\n");
   gc->add_flag("-n,--dry-run", dry_run, "Report what would be reclaimed; change nothing");
   gc->add_option("--compact-below", compact_below, "Rewrite packs under this live fraction (0.5)")
       ->option_text("F");
@@ -107,27 +118,45 @@ int main(int argc, char** argv) {
   std::vector<std::string> refs;
   bool quick = false;
   auto* verify = app.add_subcommand("verify", "Re-read and check objects (default: whole store)");
+  verify->footer("\nExamples:\n  chunkstore verify\n  chunkstore verify --quick\n  chunkstore verify weights/llama\n");
   verify->add_option("refs", refs, "Objects to check")->option_text("REF...");
   verify->add_flag("--quick", quick, "Check xxHash64 of stored bytes, not SHA-256 of content");
 
   auto* stats = app.add_subcommand("stats", "Show store totals, dedupe and compression ratios");
+  stats->footer("\nExamples:\n  chunkstore stats\n  chunkstore --json stats\n");
 
   std::string path;
   auto* chunks = app.add_subcommand("chunks", "Print a file's chunks: offset length sha256");
+  chunks->footer("\nExamples:\n  chunkstore chunks model.bin\n  chunkstore chunks --avg 65536 - < model.bin\n");
   chunks->add_option("file", path, "File to cut, or - for stdin")->required()->option_text("FILE");
   chunk_flags(chunks);
 
   auto* index = app.add_subcommand("index", "Manage the store's index (a cache of its change log)");
   index->require_subcommand(1);
   auto* rebuild = index->add_subcommand("rebuild", "Recreate the index from the store's change log");
+  rebuild->footer("\nExamples:\n  chunkstore index rebuild\n");
 
   auto* repair = app.add_subcommand("repair", "Repair a damaged store (bucket stores)");
   repair->require_subcommand(1);
   std::string record;
   auto* quarantine = repair->add_subcommand(
       "quarantine", "Move a damaged log record out of a bucket's log, losing only its change");
+  quarantine->footer("\nExamples:\n  chunkstore --store s3://bucket/models repair quarantine log/0000000003-1764633600000-9f2c4e1a7b3d5f60\n");
   quarantine->add_option("key", record, "The record's key (log/...), as the error names it")->required()->option_text("KEY");
 
+  // For the build: man pages and completion scripts from this very app.
+  if (argc >= 3 && std::string(argv[1]) == "--generate") {
+    const std::string what = argv[2];
+    if (what == "man" && argc == 4) return WriteManPages(app, argv[3]) ? 0 : 1;
+    if ((what == "bash" || what == "zsh") && argc <= 4) {
+      const std::string script = what == "bash" ? BashCompletion(app) : ZshCompletion(app);
+      if (argc == 3) return std::cout << script << std::flush ? 0 : 1;
+      std::ofstream f(argv[3]);
+      return f << script << std::flush ? 0 : 1;
+    }
+    std::cerr << "chunkstore: --generate takes 'man DIR', 'bash [FILE]' or 'zsh [FILE]'\n";
+    return kUsage;
+  }
   std::string help_error;
   const std::vector<std::string> args = RewriteHelp(argc, argv, app, &help_error);
   if (!help_error.empty()) {

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# Installation: headers, the library, the CLI and bench tools, a CMake
-# package (find_package(chunkstore CONFIG) -> chunkstore::store) and a
-# pkg-config file (chunkstore.pc).
+# Installation: headers, the library, the CLI with its man pages and
+# completion, a CMake package (find_package(chunkstore CONFIG) ->
+# chunkstore::store) and a pkg-config file (chunkstore.pc); the bench
+# tool only as the "bench" component.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -12,9 +13,16 @@ install(TARGETS chunkstore_store EXPORT chunkstoreTargets
 install(DIRECTORY libstore/include/chunkstore DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(CHUNKSTORE_BUILD_CLI)
   install(TARGETS chunkstore RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(DIRECTORY ${PROJECT_BINARY_DIR}/cli/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+    FILES_MATCHING PATTERN "*.1")
+  install(FILES ${PROJECT_BINARY_DIR}/cli/completion/chunkstore
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+  install(FILES ${PROJECT_BINARY_DIR}/cli/completion/_chunkstore
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 endif()
 if(CHUNKSTORE_BUILD_BENCH)
-  install(TARGETS chunkstore-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # Not installed by default: `cmake --install build --component bench`.
+  install(TARGETS chunkstore-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench EXCLUDE_FROM_ALL)
 endif()
 
 set(CHUNKSTORE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/chunkstore)

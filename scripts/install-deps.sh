@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev libcurl4-openssl-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3
-  openssl util-linux
+  openssl util-linux zsh groff-base
 )
 # Optional extras for sanitizer/fuzz builds and measurement scripts.
 if [ "${CHUNKSTORE_EXTRA_PACKAGES:-0}" = 1 ]; then

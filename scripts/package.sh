@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the Debian package (cmake/package.cmake) into build-deb/: a
+# Release build of the library (shared, with its SONAME) and the command,
+# installed under /usr. With --install-test, then installs it with dpkg
+# (as root), checks the installed command (version, a publish and a
+# verified read back, its man pages, completion and pkg-config file) and
+# removes the package again.
+#
+# Usage: scripts/package.sh [--install-test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh >/dev/null
+cmake -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_SHARED_LIBS=ON \
+  -DCHUNKSTORE_BUILD_TESTS=OFF -DCHUNKSTORE_BUILD_BENCH=OFF -DCHUNKSTORE_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-deb -j"$(nproc)" >/dev/null
+(cd build-deb && cpack -G DEB >/dev/null)
+deb=$(ls build-deb/chunkstore_*.deb)
+echo "package.sh: built $deb"
+dpkg-deb --field "$deb" Package Version Depends
+[ "${1:-}" = --install-test ] || exit 0
+
+fail() { echo "package.sh: FAIL: $*" >&2; exit 1; }
+dpkg-deb --field "$deb" Depends | grep -q libcurl4 || fail "Depends lacks libcurl4"
+dpkg-deb --contents "$deb" | grep -q "usr/bin/chunkstore-bench" && fail "the package holds chunkstore-bench"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo=sudo
+$sudo dpkg -i "$deb" >/dev/null || {
+  $sudo apt-get install -f -y -qq >/dev/null
+  $sudo dpkg -i "$deb" >/dev/null
+}
+trap '$sudo dpkg -r chunkstore >/dev/null' EXIT
+[ "$(command -v chunkstore)" = /usr/bin/chunkstore ] || fail "chunkstore is not /usr/bin/chunkstore"
+chunkstore --version | head -1
+work=$(mktemp -d)
+head -c 3000000 /dev/urandom >"$work/in"
+id=$(chunkstore --store "$work/store" publish "$work/in" --name t | cut -d' ' -f1)
+[ "$id" = "sha256:$(sha256sum "$work/in" | cut -d' ' -f1)" ] || fail "the id is not the sha256sum"
+chunkstore --store "$work/store" cat t -o "$work/out"
+cmp "$work/in" "$work/out" || fail "the bytes read back differ"
+readelf -d /usr/bin/chunkstore | grep -q "libchunkstore.so.0" || fail "the command does not use the shared library"
+for f in /usr/share/man/man1/chunkstore.1 /usr/share/man/man1/chunkstore-publish.1 \
+         /usr/share/bash-completion/completions/chunkstore /usr/share/zsh/vendor-completions/_chunkstore \
+         /usr/lib/x86_64-linux-gnu/pkgconfig/chunkstore.pc; do
+  [ -f "$f" ] || fail "the package did not install $f"
+done
+pkg-config --cflags --libs chunkstore | grep -q -- "-lchunkstore" || fail "pkg-config does not know chunkstore"
+rm -rf "$work"
+echo "package.sh: installed package works"
