@@ -117,6 +117,100 @@ TEST_P(BucketOrderTest, ALateRemovalIsOrderedByItsKey) {
   EXPECT_EQ(HistoryOf(*a, "x"), want);
 }
 
+// An object removed (b, listed late) and then published again without a
+// name (a): in key order it exists, on a as on a new machine; and the
+// other way round, it is gone. Neither leaves a cache gc would refuse.
+TEST_P(BucketOrderTest, ALateRemovalOfAnObjectAndItsRepublishEndInKeyOrder) {
+  for (const bool remove_first : {true, false}) {
+    SCOPED_TRACE(remove_first ? "rm --object first" : "publish first");
+    const std::string run = remove_first ? "1" : "2";
+    auto a = OpenMachine(dir_ / ("a" + run));
+    auto b = OpenMachine(dir_ / ("b" + run));
+    ASSERT_TRUE(a && b);
+    const auto d = RandomBytes(2000, remove_first ? 31 : 32);
+    auto p = a->PublishBytes(d.data(), d.size());
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(b->Refresh().ok());
+    faulty_->HoldNextLogPut();
+    std::thread tb([&] {
+      if (remove_first)
+        EXPECT_TRUE(b->RemoveObject(p->id).ok());
+      else
+        EXPECT_TRUE(b->PublishBytes(d.data(), d.size()).ok());
+    });
+    faulty_->WaitUntilHeld();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (remove_first)
+      ASSERT_TRUE(a->PublishBytes(d.data(), d.size()).ok());
+    else
+      ASSERT_TRUE(a->RemoveObject(p->id).ok());
+    faulty_->ReleaseHeldPut();
+    tb.join();
+    ASSERT_TRUE(a->Refresh().ok());
+    auto fresh = OpenMachine(dir_ / ("fresh" + run));
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(*fresh->Exists(p->id), remove_first);
+    EXPECT_EQ(*a->Exists(p->id), remove_first);
+    auto g = a->Gc();
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+  }
+}
+
+// One payload published by two machines under two names, a second apart:
+// the object's row (its time) is the earlier key's everywhere.
+TEST_P(BucketOrderTest, OneObjectPublishedTwiceKeepsTheEarlierRecordsRowEverywhere) {
+  auto a = OpenMachine(dir_ / "a");
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
+  const auto d = RandomBytes(2000, 3);
+  faulty_->HoldNextLogPut();
+  std::thread tb([&] { EXPECT_TRUE(b->PublishBytes(d.data(), d.size(), "from-b").ok()); });
+  faulty_->WaitUntilHeld();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // times are in seconds
+  auto r = a->PublishBytes(d.data(), d.size(), "from-a");
+  ASSERT_TRUE(r.ok());
+  faulty_->ReleaseHeldPut();
+  tb.join();
+  ASSERT_TRUE(a->Refresh().ok());
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(a->Stat(r->id)->created, fresh->Stat(r->id)->created);
+  auto g = a->Gc();
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+}
+
+// Two processes share one cache directory: one's tag gets its key first
+// but its upload ends only after another machine's later tag, which the
+// second process has applied to the shared cache meanwhile. The first
+// must not apply its own record after the later one.
+TEST_P(BucketOrderTest, AWriterSharingItsCacheDoesNotApplyItsRecordAfterALaterOne) {
+  auto a1 = OpenMachine(dir_ / "a");
+  auto a2 = OpenMachine(dir_ / "a");
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a1 && a2 && b);
+  const std::string o1 = Published(*a1, 1), o2 = Published(*a1, 2);
+  ASSERT_TRUE(b->Refresh().ok());
+  ASSERT_TRUE(a2->Refresh().ok());
+  faulty_->HoldNextLogPut();
+  std::thread t1([&] {
+    auto t = a1->Tag(o1, "x");
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+  });
+  faulty_->WaitUntilHeld();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(b->Tag(o2, "x").ok());
+  ASSERT_TRUE(a2->Refresh().ok());
+  faulty_->ReleaseHeldPut();
+  t1.join();
+  ASSERT_TRUE(a1->Refresh().ok());
+  ASSERT_TRUE(a2->Refresh().ok());
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  const std::string want = "x@2 " + o2 + "\nx@1 " + o1 + "\n";
+  EXPECT_EQ(HistoryOf(*fresh, "x"), want);
+  EXPECT_EQ(HistoryOf(*a2, "x"), want);
+}
+
 // Two machines tag one name 100 times at once; afterwards every cache
 // holds the same history of it, as a new machine does.
 TEST_P(BucketOrderTest, ConcurrentTagsOfOneNameEndTheSameOnEveryMachine) {

@@ -174,7 +174,9 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
     CHUNKSTORE_RETURN_IF_ERROR(into.PrepareBucketCache());
     bool behind = false;
     CHUNKSTORE_RETURN_IF_ERROR(log_->Follow(&into, nullptr, &behind));
-    if (behind) return Status::Busy("the log of " + log_->blobs_->Describe() + " moved on by two checkpoints meanwhile");
+    if (behind)
+      return Status::Busy("the log of " + log_->blobs_->Describe() +
+                          " changed meanwhile (two new checkpoints, or a record that arrived out of order); try again");
     return Status::OK();
   }
   const BucketLock& lock() const { return *lock_; }
@@ -237,7 +239,22 @@ void BucketLog::NoteEpoch(const std::string& key) {
   if (ParseLogKey(key, &e, &ms) && e > epoch_.load()) epoch_.store(e);
 }
 
-Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys) {
+namespace {
+
+// Whether the index applied a record after key whose effects do not
+// commute with `effects`: then applying key now would leave the index in
+// another state than the log's key order gives.
+Result<bool> MeetsALaterRecord(Index& index, const std::string& key, const std::string& effects) {
+  Result<std::vector<std::pair<std::string, std::optional<std::string>>>> after = index.AppliedEffectsAfter(key);
+  if (!after.ok()) return after.status();
+  for (const auto& [later, later_effects] : *after)
+    if (!EffectsCommute(effects, later_effects)) return true;
+  return false;
+}
+
+}  // namespace
+
+Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys, bool* reorder) {
   // Records are fetched several at once (each is a round trip) and applied
   // in key order, many to a transaction (a rebuild applies the whole log).
   constexpr size_t kBatch = 128;
@@ -272,9 +289,18 @@ Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys
         Result<bool> applied = index.IsApplied(key);
         if (!applied.ok()) return applied.status();
         if (*applied) continue;
+        // Checked in the transaction that applies it: another process
+        // sharing this cache may have applied later records meanwhile.
+        const std::string effects = RecordEffects(*fetched[i]);
+        Result<bool> meets = MeetsALaterRecord(index, key, effects);
+        if (!meets.ok()) return meets.status();
+        if (*meets) {
+          if (reorder) *reorder = true;
+          return Status::Busy("log record " + key + " sorts before records this cache applied already");
+        }
         Status s = ApplyChange(index, *fetched[i], nullptr);
         if (!s.ok()) return s.WithContext(blobs_->Describe() + ": log record " + key);
-        CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(key, RecordEffects(*fetched[i])));
+        CHUNKSTORE_RETURN_IF_ERROR(index.MarkApplied(key, effects));
         if (IsCheckpointMark(key)) CHUNKSTORE_RETURN_IF_ERROR(index.SetMeta(kCheckpointMeta, key));
       }
       return txn.Commit().WithContext("cannot update the index cache");
@@ -327,15 +353,12 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     applied = std::move(*a);
     return Status::OK();
   }));
-  std::vector<std::string> todo, late;
+  std::vector<std::string> todo;
   int new_marks = 0;
   for (const std::string& key : *listed) {
     if (applied.count(key)) continue;
     todo.push_back(key);
     if (IsCheckpointMark(key) && key > mark) ++new_marks;
-    // Its PUT was still under way at the last listing, or its writer's
-    // clock runs behind.
-    if (key < newest) late.push_back(key);
   }
   // The records before the second-newest checkpoint may be gone: an index
   // that has not seen it may lack some of them.
@@ -343,37 +366,17 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     *behind = true;
     return Status::OK();
   }
-  // Every machine must hold the state of the log in key order, whatever
-  // order its records were listed in.
-  if (!late.empty()) {
-    Result<bool> reorder = LateRecordsReorder(scratch, late);
-    if (!reorder.ok()) return reorder.status();
-    if (*reorder) {
-      *behind = true;
-      return Status::OK();
-    }
-  }
-  return ApplyKeys(scratch, todo);
-}
-
-Result<bool> BucketLog::LateRecordsReorder(Index* scratch, const std::vector<std::string>& late) {
-  std::vector<std::pair<std::string, std::optional<std::string>>> after;
-  CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
-    Result<std::vector<std::pair<std::string, std::optional<std::string>>>> a = index.AppliedEffectsAfter(late.front());
-    if (!a.ok()) return a.status();
-    after = std::move(*a);
+  // A key that sorts before ones applied (its PUT was still under way at
+  // the last listing, or its writer's clock runs behind) is applied in
+  // place only if it commutes with them: every machine must hold the state
+  // of the log in key order.
+  bool reorder = false;
+  Status s = ApplyKeys(scratch, todo, &reorder);
+  if (reorder) {
+    *behind = true;
     return Status::OK();
-  }));
-  for (const std::string& key : late) {
-    Result<std::string> bytes = blobs_->Get(key);
-    if (!bytes.ok()) return bytes.status().WithContext("cannot read log record " + key);
-    Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_, key);
-    if (!c.ok()) return c.status().WithContext(blobs_->Describe() + ": log record " + key);
-    const std::optional<std::string> effects = RecordEffects(*c);
-    for (const auto& [applied_key, applied_effects] : after)
-      if (applied_key > key && !EffectsCommute(effects, applied_effects)) return true;
   }
-  return false;
+  return s;
 }
 
 Status BucketLog::CatchUp() {
@@ -393,7 +396,7 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   if (made) *made = false;
   // No refresh of this process may list the new key and apply it between
   // the PUT and the application below.
-  std::lock_guard<std::mutex> refresh(refresh_mu_);
+  std::unique_lock<std::mutex> refresh(refresh_mu_);
   std::string newest;
   {
     auto db = index_->Lock();
@@ -409,39 +412,77 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()));
   // The change is in the bucket now; what follows only updates the cache,
   // and a failure there is repaired by the next refresh.
-  auto db = index_->Lock();
   auto cache_failed = [&](const Status& s) {
     return s.WithContext("the change is stored in " + blobs_->Describe() +
                          ", but the local index cache could not be updated (it catches up on the next open)");
   };
-  WriteTxn txn(db.get());
-  if (!txn.status().ok()) return cache_failed(txn.status());
-  // Another process sharing this cache may have refreshed in between.
-  Result<bool> seen = db->IsApplied(key);
-  if (!seen.ok()) return cache_failed(seen.status());
-  if (!*seen) {
-    Status s = ApplyChange(*db, change, applied);
-    if (s.ok()) s = db->MarkApplied(key, RecordEffects(change));
-    if (!s.ok()) return cache_failed(s);
-  } else if (applied) {
-    // Applied by the other process: what it added is not known here, and
-    // counts as added.
+  // What a change applied elsewhere added is not known here: it counts as
+  // added, and a name as the version the cache now shows for it.
+  auto applied_elsewhere = [&](Index& db) -> Status {
+    if (!applied) return Status::OK();
     applied->added.assign(change.objects.size(), true);
+    applied->versions.clear();
     for (const auto& n : change.names) {
-      Result<std::optional<NameRow>> row = db->FindName(n.name, 0);
-      if (!row.ok()) return cache_failed(row.status());
-      applied->versions.push_back(row->has_value() && (*row)->object == n.object ? (*row)->version : 0);
+      // The newest version that points at the object (later records, in
+      // key order, may have added versions above it).
+      int64_t version = 0;
+      Result<std::optional<NameRow>> row = db.FindName(n.name, 0);
+      for (int tries = 0; row.ok() && row->has_value() && tries < 1000; ++tries) {
+        if ((*row)->object == n.object) {
+          version = (*row)->version;
+          break;
+        }
+        if ((*row)->version <= 1) break;
+        row = db.FindName(n.name, (*row)->version - 1);
+      }
+      if (!row.ok()) return row.status();
+      applied->versions.push_back(version);
+    }
+    return Status::OK();
+  };
+  bool rebuild = false;
+  {
+    auto db = index_->Lock();
+    WriteTxn txn(db.get());
+    if (!txn.status().ok()) return cache_failed(txn.status());
+    // Another process sharing this cache may have refreshed in between,
+    // applying this record, or records after it.
+    Result<bool> seen = db->IsApplied(key);
+    if (!seen.ok()) return cache_failed(seen.status());
+    if (!*seen) {
+      const std::string effects = RecordEffects(change);
+      Result<bool> meets = MeetsALaterRecord(*db, key, effects);
+      if (!meets.ok()) return cache_failed(meets.status());
+      rebuild = *meets;
+      if (!rebuild) {
+        Status s = ApplyChange(*db, change, applied);
+        if (s.ok()) s = db->MarkApplied(key, effects);
+        if (!s.ok()) return cache_failed(s);
+      }
+    } else {
+      Status s = applied_elsewhere(*db);
+      if (!s.ok()) return cache_failed(s);
+    }
+    Status s = txn.Commit();
+    if (!s.ok()) return cache_failed(s);
+    NoteEpoch(key);
+    if (checkpoint_records_ > 0 && change.kind != ChangeSet::kGc) {
+      Result<std::string> mark = db->GetMeta(kCheckpointMeta);
+      Result<uint64_t> since = mark.ok() ? db->CountAppliedAfter(*mark) : Result<uint64_t>(mark.status());
+      if (since.ok() && *since >= checkpoint_records_) checkpoint_due_ = true;
     }
   }
-  Status s = txn.Commit();
+  if (!rebuild) return Status::OK();
+  // Applied here now, after records that sort after it, the change would
+  // leave this cache in another state than every other machine's: the
+  // cache starts again from the newest checkpoint, which applies it in
+  // its place.
+  refresh.unlock();
+  Status s = Rebuild();
   if (!s.ok()) return cache_failed(s);
-  NoteEpoch(key);
-  if (checkpoint_records_ > 0 && change.kind != ChangeSet::kGc) {
-    Result<std::string> mark = db->GetMeta(kCheckpointMeta);
-    Result<uint64_t> since = mark.ok() ? db->CountAppliedAfter(*mark) : Result<uint64_t>(mark.status());
-    if (since.ok() && *since >= checkpoint_records_) checkpoint_due_ = true;
-  }
-  return Status::OK();
+  auto db = index_->Lock();
+  s = applied_elsewhere(*db);
+  return s.ok() ? s : cache_failed(s);
 }
 
 namespace {

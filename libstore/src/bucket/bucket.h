@@ -85,9 +85,10 @@ Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, 
                         StoreMeta* meta, std::string* store_id, bool* signed_store);
 
 // What a log record does that depends on its place in the log order
-// (record_order.cc): "" (nothing; it commutes with every record), "n" and
-// then the names it gives versions to, each ending in a newline, or "r" (it
-// removes something). A cache keeps it beside each record's key.
+// (record_order.cc): "" (nothing; it commutes with every record), "r" (it
+// removes something), or a line "n:<name>" for each name it gives a version
+// and "o:<hex>" for each object it adds. A cache keeps it beside each
+// record's key.
 std::string RecordEffects(const ChangeSet& c);
 // Whether records with these effects leave the same state in either order;
 // nullopt (not known) commutes with nothing.
@@ -150,12 +151,11 @@ class BucketLog final : public ChangeLog {
   // after its mark (or the whole log, where no checkpoint was written).
   // problems (optional) gets the checkpoints passed over, and why.
   Status Bootstrap(Index* scratch, std::vector<Problem>* problems);
-  // Whether the late records (unapplied, sorting before ones the index
-  // applied) fail to commute with a record the index applied after them.
-  Result<bool> LateRecordsReorder(Index* scratch, const std::vector<std::string>& late);
   // Fetches and applies keys in order, to scratch, or to the live index
-  // when scratch is null.
-  Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys);
+  // when scratch is null. *reorder (optional): set, and nothing of the batch
+  // applied, when a key meets a record the index applied after it that it
+  // does not commute with (the index must be rebuilt).
+  Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys, bool* reorder = nullptr);
   // newest: the newest key applied to the cache ("" if none).
   std::string NewLogKey(int64_t epoch, const std::string& newest) const;
   // Writes a checkpoint and its mark; the store held exclusively, the

@@ -6,14 +6,14 @@
 // Records are written by machines that do not coordinate, so a cache can
 // list a record after it applied a later one (its writer's PUT was still
 // under way, or that writer's clock runs behind). Most changes commute:
-// packs, chunks and objects are sets, and where a chunk lives is settled
-// by the smallest pack name whatever the order. What does not commute is a
-// name (its versions are numbered in the order they are applied) and a
-// removal (a name or object removed before or after a change that uses
-// it). A cache keeps each record's effects beside its key; a late record
-// whose effects meet those of a record applied after it means the cache
-// no longer holds the state of the log in key order, and is rebuilt.
-#include <algorithm>
+// packs and chunks are sets, and where a chunk lives is settled by the
+// smallest pack name whatever the order. What does not commute is a name
+// (its versions are numbered in the order they are applied), an object
+// two records add (its row is the first one's: time, pin) and a removal (a
+// name or object removed before or after a change that uses it). A cache
+// keeps each record's effects beside its key; a record applied after a
+// later one whose effects meet its own means the cache no longer holds
+// the state of the log in key order, and it is rebuilt.
 #include <set>
 
 #include "bucket/bucket.h"
@@ -22,17 +22,17 @@ namespace chunkstore::internal {
 
 namespace {
 
-// The names in effects (which must start with 'n').
-std::set<std::string> NamesOf(const std::string& effects) {
-  std::set<std::string> names;
-  size_t at = 1;
+// The lines of effects ("n:<name>", "o:<object hex>").
+std::set<std::string> Tokens(const std::string& effects) {
+  std::set<std::string> out;
+  size_t at = 0;
   while (at < effects.size()) {
     size_t end = effects.find('\n', at);
     if (end == std::string::npos) end = effects.size();
-    names.insert(effects.substr(at, end - at));
+    out.insert(effects.substr(at, end - at));
     at = end + 1;
   }
-  return names;
+  return out;
 }
 
 }  // namespace
@@ -41,13 +41,13 @@ std::string RecordEffects(const ChangeSet& c) {
   if (!c.removed_names.empty() || !c.removed_objects.empty() || !c.removed_chunks.empty() ||
       !c.removed_packs.empty() || c.kind == ChangeSet::kCheckpoint)
     return "r";
-  if (c.names.empty()) return "";
-  std::vector<std::string> names;
-  for (const auto& n : c.names) names.push_back(n.name);
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  std::string out = "n";
-  for (const auto& n : names) out += n + "\n";
+  // An object row is kept as the first record that adds it wrote it (its
+  // time, its pin), so two records adding one object do not commute either.
+  std::set<std::string> tokens;
+  for (const auto& n : c.names) tokens.insert("n:" + n.name);
+  for (const auto& o : c.objects) tokens.insert("o:" + o.id.Hex());
+  std::string out;
+  for (const auto& t : tokens) out += t + "\n";
   return out;
 }
 
@@ -55,10 +55,10 @@ bool EffectsCommute(const std::optional<std::string>& a, const std::optional<std
   // Not known (applied by a version that kept no effects): assume not.
   if (!a || !b) return false;
   if (a->empty() || b->empty()) return true;
-  if ((*a)[0] != 'n' || (*b)[0] != 'n') return false;
-  const std::set<std::string> x = NamesOf(*a), y = NamesOf(*b);
-  for (const auto& n : x)
-    if (y.count(n)) return false;
+  if (*a == "r" || *b == "r") return false;
+  const std::set<std::string> x = Tokens(*a), y = Tokens(*b);
+  for (const auto& t : x)
+    if (y.count(t)) return false;
   return true;
 }
 

@@ -514,6 +514,9 @@ Status Index::Clear() {
   if (sqlite3_table_column_metadata(db_, nullptr, "applied_log", "key", nullptr, nullptr, nullptr, nullptr, nullptr) ==
       SQLITE_OK)
     CHUNKSTORE_RETURN_IF_ERROR(Exec("DELETE FROM applied_log"));
+  if (sqlite3_table_column_metadata(db_, nullptr, "applied_effects", "key", nullptr, nullptr, nullptr, nullptr,
+                                    nullptr) == SQLITE_OK)
+    CHUNKSTORE_RETURN_IF_ERROR(Exec("DELETE FROM applied_effects"));
   return Status::OK();
 }
 
@@ -521,15 +524,17 @@ Status Index::Clear() {
 
 Status Index::PrepareBucketCache() {
   if (st_->is_applied.get()) return Status::OK();
-  // effects: what makes the record's place in the log order matter (see
-  // MarkApplied); NULL in a cache made before it was kept.
+  // applied_log is the table every version of the cache has; the effects
+  // of each record (what makes its place in the log order matter, see
+  // MarkApplied) are kept beside it, so a cache stays usable by a version
+  // that knows only applied_log (its records then have no effects row,
+  // which counts as "not known").
+  CHUNKSTORE_RETURN_IF_ERROR(Exec("CREATE TABLE IF NOT EXISTS applied_log(key TEXT PRIMARY KEY) WITHOUT ROWID"));
   CHUNKSTORE_RETURN_IF_ERROR(
-      Exec("CREATE TABLE IF NOT EXISTS applied_log(key TEXT PRIMARY KEY, effects TEXT) WITHOUT ROWID"));
-  if (sqlite3_table_column_metadata(db_, nullptr, "applied_log", "effects", nullptr, nullptr, nullptr, nullptr,
-                                    nullptr) != SQLITE_OK)
-    CHUNKSTORE_RETURN_IF_ERROR(Exec("ALTER TABLE applied_log ADD COLUMN effects TEXT"));
+      Exec("CREATE TABLE IF NOT EXISTS applied_effects(key TEXT PRIMARY KEY, effects TEXT NOT NULL) WITHOUT ROWID"));
   for (auto [stmt, sql] : {std::pair<Stmt*, const char*>{&st_->is_applied, "SELECT 1 FROM applied_log WHERE key=?1"},
-                           {&st_->mark_applied, "INSERT OR IGNORE INTO applied_log VALUES(?1, ?2)"}})
+                           {&st_->mark_applied, "INSERT OR IGNORE INTO applied_log VALUES(?1)"},
+                           {&st_->mark_effects, "INSERT OR REPLACE INTO applied_effects VALUES(?1, ?2)"}})
     if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt->addr(), nullptr) != SQLITE_OK)
       return Error("cannot prepare the index cache");
   return Status::OK();
@@ -545,7 +550,12 @@ Result<bool> Index::IsApplied(const std::string& key) {
 }
 
 Status Index::MarkApplied(const std::string& key, const std::string& effects) {
-  Use u(st_->mark_applied);
+  {
+    Use u(st_->mark_applied);
+    u.Text(1, key);
+    if (u.Step() != SQLITE_DONE) return Error("cannot record an applied log record");
+  }
+  Use u(st_->mark_effects);
   u.Text(1, key).Text(2, effects);
   if (u.Step() != SQLITE_DONE) return Error("cannot record an applied log record");
   return Status::OK();
@@ -567,7 +577,9 @@ Result<uint64_t> Index::CountAppliedAfter(const std::string& key) {
 
 Result<std::vector<std::pair<std::string, std::optional<std::string>>>> Index::AppliedEffectsAfter(
     const std::string& key) {
-  Query q(db_, "SELECT key, effects FROM applied_log WHERE key > ?1 ORDER BY key");
+  Query q(db_,
+          "SELECT a.key, e.effects FROM applied_log a LEFT JOIN applied_effects e ON e.key = a.key "
+          "WHERE a.key > ?1 ORDER BY a.key");
   if (!q.ok()) return Error("cannot read the index cache");
   q.use().Text(1, key);
   std::vector<std::pair<std::string, std::optional<std::string>>> out;

@@ -126,7 +126,7 @@ struct Index::Statements {
   Stmt find_object, find_object_of_size, find_object_chunk, insert_object, pin_object, find_prefix,
       delete_object_names, delete_object;
   Stmt insert_name, put_name, find_name, find_latest_name, remove_name, latest_names_of;
-  Stmt is_applied, mark_applied;
+  Stmt is_applied, mark_applied, mark_effects;
 };
 
 }  // namespace chunkstore::internal
