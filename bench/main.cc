@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Write the report as JSON to FILE");
   app.add_option("--compare", compare_path, "Compare with an earlier JSON report");
   app.add_option("--rebuild-objects", w.rebuild_objects, "Objects in the index-rebuild store (default 100000)");
+  app.add_option("--codec-input", w.codec_input,
+                 "A real file to run the codec-* operations on (each codec and level of --codecs)");
+  app.add_option("--codecs", w.codecs, "Codecs and levels for codec-* (default zlib:1 zlib:6 zstd:1 zstd:3 zstd:6 zstd:12)");
   app.add_option("--bootstrap-records", w.bootstrap_records,
                  "Log records of history in the s3-bootstrap-N stores (default 1000 100000)");
   app.add_option("--s3", w.s3_url, "Also measure a bucket store under this s3://BUCKET/PREFIX");
@@ -194,6 +197,7 @@ int main(int argc, char** argv) {
   bench::RunCatalog(h, w);
   bench::RunMemory(h, w);
   bench::RunRebuild(h, w);
+  bench::RunCodecs(h, w);
   bench::RunS3(h, w);
 
   const std::string report = bench::ToJson(h.results(), Environment(w, config));

@@ -125,18 +125,26 @@ BENCHMARK(BM_XxHash64);
 void BM_ZlibText(benchmark::State& state) {
   static auto d = Text(1 << 20);
   std::vector<uint8_t> out;
-  for (auto _ : state) benchmark::DoNotOptimize(TryCompress(d.data(), d.size(), &out));
+  for (auto _ : state) benchmark::DoNotOptimize(TryCompress(d.data(), d.size(), &out, {Compression::Zlib(1)}));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d.size()));
 }
 BENCHMARK(BM_ZlibText);
 
-void BM_ZlibRandomSampled(benchmark::State& state) {
-  static auto d = Random(1 << 20);
+void BM_ZstdText(benchmark::State& state) {
+  static auto d = Text(1 << 20);
   std::vector<uint8_t> out;
-  for (auto _ : state) benchmark::DoNotOptimize(TryCompress(d.data(), d.size(), &out));
+  for (auto _ : state) benchmark::DoNotOptimize(TryCompress(d.data(), d.size(), &out, {Compression::Zstd(3)}));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d.size()));
 }
-BENCHMARK(BM_ZlibRandomSampled);
+BENCHMARK(BM_ZstdText);
+
+void BM_CompressRandomSampled(benchmark::State& state) {
+  static auto d = Random(1 << 20);
+  std::vector<uint8_t> out;
+  for (auto _ : state) benchmark::DoNotOptimize(TryCompress(d.data(), d.size(), &out, {Compression()}));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d.size()));
+}
+BENCHMARK(BM_CompressRandomSampled);
 
 void IndexLookup(benchmark::State& state, bool hit) {
   StoreMeta meta;

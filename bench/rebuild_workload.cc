@@ -27,7 +27,7 @@ void RunRebuild(Harness& h, const Workload& w) {
   o.chunking.min_size = 64;
   o.chunking.avg_size = 256;
   o.chunking.max_size = 1024;
-  o.compression = false;  // random bytes do not compress; skip trying
+  o.compression = chunkstore::Compression::None();  // random bytes do not compress; skip trying
   uint64_t chunks = 0, objects = 0;
   {
     auto s = Must(Store::Open(dir, o), "open");

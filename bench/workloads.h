@@ -23,6 +23,8 @@ struct Workload {
   std::string self;           // path of this executable, for child processes
   uint64_t rebuild_objects = 100000;  // objects of the index-rebuild store
   std::vector<uint64_t> bootstrap_records = {1000, 100000};  // histories of s3-bootstrap-N
+  std::string codec_input;    // a real file for the codec-* operations ("" skips them)
+  std::vector<std::string> codecs = {"zlib:1", "zlib:6", "zstd:1", "zstd:3", "zstd:6", "zstd:12"};
   std::string s3_url;         // s3://BUCKET/PREFIX for the s3-* operations ("" skips them)
 };
 
@@ -50,6 +52,7 @@ void RunCatalog(Harness& h, const Workload& w);
 void RunMemory(Harness& h, const Workload& w);
 void RunS3(Harness& h, const Workload& w);
 void RunRebuild(Harness& h, const Workload& w);
+void RunCodecs(Harness& h, const Workload& w);
 
 // The child side of RunMemory: prepare, publish and verify a file of the
 // given size in a fresh store under dir; returns the exit code.

@@ -227,6 +227,7 @@ int CmdStats(const Globals& g) {
     j.Key("logical_bytes").Num(st->logical_bytes).Key("unique_bytes").Num(st->unique_bytes);
     j.Key("stored_bytes").Num(st->stored_bytes).Key("dedupe_ratio").Real(st->dedupe_ratio());
     j.Key("inline_objects").Num(st->inline_objects).Key("inline_bytes").Num(st->inline_bytes);
+    j.Key("compression").Str(store.compression().ToString());
     j.Key("compression_ratio").Real(st->compression_ratio()).Key("pack_count").Num(st->pack_count);
     j.Key("pack_bytes").Num(st->pack_bytes).Key("garbage_bytes").Num(st->garbage_bytes);
     j.Key("uncommitted_bytes").Num(st->uncommitted_bytes).EndObject();
@@ -234,14 +235,14 @@ int CmdStats(const Globals& g) {
     return kOk;
   }
   char ratios[96];
-  std::snprintf(ratios, sizeof ratios, "dedupe ratio:      %.2fx\ncompression ratio: %.2fx\n",
+  std::snprintf(ratios, sizeof ratios, "dedupe ratio:      %.2fx\ncompression ratio: %.2fx (",
                 st->dedupe_ratio(), st->compression_ratio());
   Print("objects:           " + std::to_string(st->objects) + "\nnames:             " +
         std::to_string(st->names) + "\nchunks:            " + std::to_string(st->chunks) +
         "\ninline objects:    " + std::to_string(st->inline_objects) + " (" + HumanSize(st->inline_bytes) + ")" +
         "\nlogical bytes:     " + HumanSize(st->logical_bytes) + "\nunique bytes:      " +
         HumanSize(st->unique_bytes) + "\nstored bytes:      " + HumanSize(st->stored_bytes) + "\n" +
-        ratios + "packs:             " + std::to_string(st->pack_count) + " (" +
+        ratios + store.compression().ToString() + ")\npacks:             " + std::to_string(st->pack_count) + " (" +
         HumanSize(st->pack_bytes) + ")\ngarbage:           " + HumanSize(st->garbage_bytes) + "\n" +
         (st->uncommitted_bytes ? "uncommitted:       " + HumanSize(st->uncommitted_bytes) +
                                      " (writers at work, or left by one gc cannot yet prove gone)\n"

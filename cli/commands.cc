@@ -21,6 +21,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "sparse_output.h"
 
 namespace cli {
 
@@ -29,20 +30,6 @@ using chunkstore::Status;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
 
 // Reserves the disk blocks for `bytes` more at the end of a regular file
 // the output is appended to, before any is written. The file's size is
@@ -374,13 +361,21 @@ void Print(const std::string& s) {
   CheckOutput();
 }
 
-int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression,
-            uint32_t inline_max) {
+int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, const std::string& compression,
+            bool no_compression, uint32_t inline_max) {
   Status v = params.Validate();
   if (!v.ok()) return Fail(v, kUsage);
   chunkstore::Options o;
   o.chunking = params;
-  o.compression = !no_compression;
+  if (no_compression && !compression.empty())
+    return Fail(Status::InvalidArgument("--no-compression and --compression cannot both be given"), kUsage);
+  if (no_compression) {
+    o.compression = chunkstore::Compression::None();
+  } else if (!compression.empty()) {
+    Result<chunkstore::Compression> c = chunkstore::Compression::Parse(compression);
+    if (!c.ok()) return Fail(c.status().WithContext("--compression"), kUsage);
+    o.compression = *c;
+  }
   o.inline_max = inline_max;
   if (inline_max > chunkstore::kInlineMaxLimit)
     return Fail(Status::InvalidArgument("--inline-max " + std::to_string(inline_max) +
@@ -398,12 +393,12 @@ int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_c
     Json j;
     j.BeginObject().Key("store").Str((*store)->dir()).Key("chunk_min").Num(c.min_size);
     j.Key("chunk_avg").Num(c.avg_size).Key("chunk_max").Num(c.max_size).Key("level").Int(c.level);
-    j.Key("compression").Bool(!no_compression).Key("inline_max").Num((*store)->inline_max()).EndObject();
+    j.Key("compression").Str((*store)->compression().ToString()).Key("inline_max").Num((*store)->inline_max()).EndObject();
     Print(j.str() + "\n");
   } else if (!g.quiet) {
     Print("created store " + (*store)->dir() + " (chunks " + std::to_string(c.min_size) + "/" +
           std::to_string(c.avg_size) + "/" + std::to_string(c.max_size) + ", level " +
-          std::to_string(c.level) + ", compression " + (no_compression ? "off" : "on") +
+          std::to_string(c.level) + ", compression " + (*store)->compression().ToString() +
           ", inline up to " + std::to_string((*store)->inline_max()) + " bytes)\n");
   }
   return kOk;
@@ -580,7 +575,7 @@ Result<int64_t> ParseCount(const std::string& flag, const std::string& text) {
 }  // namespace
 
 int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_text,
-           const std::string& length_text, const std::string& out_path) {
+           const std::string& length_text, const std::string& out_path, bool no_sparse) {
   auto offset = ParseCount("--offset", offset_text.empty() ? "0" : offset_text);
   if (!offset.ok()) return Fail(offset.status(), kUsage);
   Result<int64_t> length = int64_t{-1};
@@ -602,20 +597,24 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
     Status o = out.Open(out_path, store.dir());
     if (!o.ok()) return Fail(o, o.IsInvalidArgument() ? kUsage : kFailure);
   }
-  if (!out.special()) ReserveOutput(out.fd(), remaining);
+  // Zero blocks become holes in a regular file; a file written in full
+  // gets its blocks reserved up front instead.
+  SparseWriter writer(out.fd(), !no_sparse && !out.special());
+  if (!out.special() && !writer.sparse()) ReserveOutput(out.fd(), remaining);
+  auto write_failed = [](int err) -> int {
+    if (err == EPIPE) return kFailure;  // the reader went away: nothing to say
+    return Fail(Status::IOError(std::string("cannot write output: ") + std::strerror(err)), kFailure);
+  };
   // Verified chunk bytes go to the output as they are, without a copy.
   while (remaining > 0) {
     auto view = r.ReadView(static_cast<size_t>(std::min<uint64_t>(remaining, SIZE_MAX)));
     if (!view.ok()) return Fail(view.status());
     const size_t n = view->size;
     if (n == 0) break;
-    if (!WriteAll(out.fd(), view->data, n)) {
-      const int err = errno;
-      if (err == EPIPE) return kFailure;  // the reader went away: nothing to say
-      return Fail(Status::IOError(std::string("cannot write output: ") + std::strerror(err)), kFailure);
-    }
+    if (!writer.Write(view->data, n)) return write_failed(errno);
     remaining -= n;
   }
+  if (!writer.Finish()) return write_failed(errno);
   Status c = out.Commit();
   if (!c.ok()) return Fail(c, kFailure);
   return kOk;

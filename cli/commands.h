@@ -23,11 +23,12 @@ struct PublishArgs {
   std::string name_prefix;
 };
 
-int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, bool no_compression,
+int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, const std::string& compression,
+            bool no_compression,
             uint32_t inline_max);
 int CmdPublish(const Globals& g, const PublishArgs& a);
 int CmdCat(const Globals& g, const std::string& ref, const std::string& offset,
-           const std::string& length, const std::string& out_path);
+           const std::string& length, const std::string& out_path, bool no_sparse);
 int CmdStat(const Globals& g, const std::string& ref);
 int CmdLs(const Globals& g, const std::string& prefix, bool all);
 int CmdLog(const Globals& g, const std::string& name);

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", g.json, "Print results as JSON");
   app.set_version_flag("--version", std::string("chunkstore ") + chunkstore::Version() +
                                         " (index schema " + std::to_string(chunkstore::SchemaVersion()) +
-                                        ")\n" + chunkstore::DependencyVersions());
+                                        ")\nnew stores compress with " + chunkstore::Compression().ToString() +
+                                        "\n" + chunkstore::DependencyVersions());
 
   chunkstore::ChunkerParams params;
   auto chunk_flags = [&params](CLI::App* cmd) {
@@ -51,7 +52,11 @@ int main(int argc, char** argv) {
   auto* init = app.add_subcommand("init", "Create a store (publish also creates one)");
   init->footer("\nExamples:\n  chunkstore init\n  chunkstore --store /srv/store init --avg 262144\n  chunkstore --store s3://bucket/models init\n");
   chunk_flags(init);
-  init->add_flag("--no-compression", no_compression, "Never compress chunks in this store");
+  std::string compression;
+  init->add_option("--compression", compression,
+                   "zstd[:1-19], zlib[:1-12] or none (default " + chunkstore::Compression().ToString() + ")")
+      ->option_text("CODEC[:LEVEL]");
+  init->add_flag("--no-compression", no_compression, "Never compress chunks (as --compression none)");
   uint32_t inline_max = chunkstore::Options().inline_max;
   init->add_option("--inline-max", inline_max,
                    "Objects up to N bytes live in the index (default " + std::to_string(inline_max) +
@@ -74,6 +79,8 @@ int main(int argc, char** argv) {
   cat->add_option("--offset", offset, "First byte (default 0)")->option_text("N");
   cat->add_option("--length", length, "Bytes to write (default: to the end)")->option_text("N");
   cat->add_option("-o,--output", out_path, "Write FILE atomically instead of stdout")->option_text("FILE");
+  bool no_sparse = false;
+  cat->add_flag("--no-sparse", no_sparse, "Write zero blocks to a file as data, not as holes");
 
   auto* stat = app.add_subcommand("stat", "Show an object's size, chunks, storage and names");
   stat->footer("\nExamples:\n  chunkstore stat weights/llama\n  chunkstore --json stat sha256:2f7c1b9e\n");
@@ -187,9 +194,9 @@ int main(int argc, char** argv) {
     }
   }
   const int code = [&] {
-    if (*init) return CmdInit(g, params, no_compression, inline_max);
+    if (*init) return CmdInit(g, params, compression, no_compression, inline_max);
     if (*publish) return CmdPublish(g, pub);
-    if (*cat) return CmdCat(g, ref, offset, length, out_path);
+    if (*cat) return CmdCat(g, ref, offset, length, out_path, no_sparse);
     if (*stat) return CmdStat(g, ref);
     if (*ls) return CmdLs(g, prefix, all);
     if (*log) return CmdLog(g, name);

@@ -94,7 +94,7 @@ def by_name(report):
 def svg_plot(report, path):
     # The page-cache read control and the incompressibility skip run at
     # several GiB/s and would flatten every other bar; they are in the table.
-    rows = [r for r in report["results"] if "mib_per_s" in r and r["name"] not in ("read-file", "zlib-random")]
+    rows = [r for r in report["results"] if "mib_per_s" in r and r["name"] not in ("read-file", "compress-random")]
     width, bar_h, left = 760, 22, 230
     top = 40
     height = top + bar_h * len(rows) + 40
@@ -105,7 +105,7 @@ def svg_plot(report, path):
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="10" y="22" font-size="14">chunkstore-bench throughput, median MiB/s '
            f'({report["environment"]["size_bytes"] >> 20} MiB payload; lines show min–max; '
-           f'read-file and zlib-random are in the table)</text>']
+           f'read-file and compress-random are in the table)</text>']
     for i, r in enumerate(rows):
         y = top + i * bar_h
         w = r["mib_per_s"] * scale

@@ -8,8 +8,8 @@ import statistics
 import sys
 
 EXPECTED = [
-    "read-file", "read-hash-twice", "prepare-file", "prepare-bytes-spill", "zlib-random",
-    "zlib-random-noskip", "publish-memory", "publish-file", "publish-again",
+    "read-file", "read-hash-twice", "prepare-file", "prepare-bytes-spill", "compress-random",
+    "compress-random-noskip", "publish-memory", "publish-file", "publish-again",
     "publish-one-byte-edit", "read-verified", "range-32k-cold", "range-32k-warm",
     "small-publish", "small-publish-durable", "small-read", "small-read-batch", "concurrent-read-1",
     "concurrent-read-2", "concurrent-read-4", "concurrent-read-8", "catalog-lookup",

@@ -152,21 +152,71 @@ TEST_F(Cli, FlippedPackByteMakesCatExitFourWithoutTheBadBytes) {
     f.seekp(static_cast<std::streamoff>(second_payload + 100));
     f.put('\x5a');
   }
-  Outcome r = Cs({"cat", id});
-  EXPECT_EQ(r.code, 4);
-  EXPECT_EQ(r.out, std::string(data.begin(), data.begin() + first_len));  // only verified bytes
-  EXPECT_NE(r.err.find("object " + id), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("chunk "), std::string::npos);
-  // stdout is a regular file here: cat reserved the object's blocks in it
-  // first (ReserveOutput), and the unused part of the reservation stays
-  // past its end (its size is only what was written, checked above).
+  for (const char* sparse : {"", "--no-sparse"}) {
+    std::vector<std::string> args{"cat", id};
+    if (*sparse) args.push_back(sparse);
+    Outcome r = Cs(args);
+    EXPECT_EQ(r.code, 4);
+    EXPECT_EQ(r.out, std::string(data.begin(), data.begin() + first_len)) << sparse;  // only verified bytes
+    EXPECT_NE(r.err.find("object " + id), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("chunk "), std::string::npos);
+  }
+  // stdout is a regular file here: with --no-sparse, cat reserved the
+  // object's blocks in it first (ReserveOutput), and the unused part of the
+  // reservation stays past its end (its size is only what was written,
+  // checked above).
   if (ReservesBlocks()) {
     EXPECT_GE(AllocatedBytes(dir_ / "stdout"), data.size());
   }
   // -o leaves no partial file behind.
-  r = Cs({"cat", id, "-o", dir_ / "restored"});
+  Outcome r = Cs({"cat", id, "-o", dir_ / "restored"});
   EXPECT_EQ(r.code, 4);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "restored"));
+}
+
+// Whole blocks of zeros in the object become holes in a regular file
+// (stdout or -o), and the file's bytes and length are the object's;
+// --no-sparse writes them, a pipe and an append get every byte too.
+TEST_F(Cli, CatWritesZeroBlocksAsHoles) {
+  // 12 MiB: zeros, with data at unaligned places, a zero run inside a
+  // chunk of data and zeros to the end.
+  std::vector<uint8_t> data(12u << 20, 0);
+  const auto island = RandomBytes(300000, 11);
+  for (uint64_t at : {uint64_t{0}, uint64_t{4u << 20} + 17, uint64_t{7u << 20} + 4095})
+    std::copy(island.begin(), island.end(), data.begin() + at);
+  std::fill(data.begin() + (4u << 20) + 100000, data.begin() + (4u << 20) + 200000, 0);
+  const std::string f = Write("img", data);
+  const std::string id = IdLine(Cs({"publish", f}).out);
+  const std::string want(data.begin(), data.end());
+  auto check = [&](const std::string& path, bool sparse) {
+    EXPECT_EQ(Slurp(path), want) << path;
+    const uint64_t allocated = AllocatedBytes(path);
+    if (sparse) {
+      EXPECT_LT(allocated, 2u << 20) << path << ": about 3 x 300 KB of data";
+    } else {
+      EXPECT_GE(allocated, data.size()) << path;
+    }
+  };
+  Outcome r = Cs({"cat", id});
+  ASSERT_EQ(r.code, 0) << r.err;
+  check(dir_ / "stdout", true);
+  ASSERT_EQ(Cs({"cat", id, "-o", dir_ / "restored"}).code, 0);
+  check(dir_ / "restored", true);
+  ASSERT_EQ(Cs({"cat", "--no-sparse", id, "-o", dir_ / "full"}).code, 0);
+  check(dir_ / "full", false);
+  // A range that ends in zeros still has the range's length.
+  r = Cs({"cat", id, "--offset", "1000", "--length", std::to_string((7u << 20))});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, want.substr(1000, 7u << 20));
+  // Appending (>>) to a file with content: every byte, after the old ones.
+  testing::WriteFile(dir_ / "stdout", {'o', 'l', 'd'});
+  r = Cs({"cat", id}, "", true);
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "old" + want);
+  // Through a pipe.
+  r = ExecArgv({"/bin/sh", "-c", std::string(CHUNKSTORE_CLI) + " --store " + store() + " cat " + id + " | cat"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
 }
 
 // cat into a regular file reserves the blocks it is about to write
@@ -246,7 +296,7 @@ TEST_F(Cli, InitRecordsParametersAndRefusesTwice) {
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = ParseJson(r.out);
   EXPECT_EQ(j["chunk_avg"].get<uint64_t>(), 4096u);
-  EXPECT_FALSE(j["compression"].get<bool>());
+  EXPECT_EQ(j["compression"].get<std::string>(), "none");
   r = Cs({"init"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("already a chunkstore store"), std::string::npos);
@@ -468,10 +518,38 @@ TEST_F(Cli, AForgedChunkListMakesCatAndVerifyExitFourNamingTheObject) {
   EXPECT_EQ(Cs({"cat", "x"}).code, 4);
 }
 
+TEST_F(Cli, InitTakesACompressionThatStatsShows) {
+  for (const char* bad : {"lz4", "zstd:0", "zstd:20", "zlib:13", "none:1", "zstd:", "zstd:x"}) {
+    Outcome r = Cs({"init", "--compression", bad});
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--compression"), std::string::npos) << r.err;
+    EXPECT_EQ(Cs({"stats"}).code, 3) << "a refused init created no store (" << bad << ")";
+  }
+  Outcome both = Cs({"init", "--compression", "zstd", "--no-compression"});
+  EXPECT_EQ(both.code, 2) << both.err;
+  Outcome r = Cs({"init", "--compression", "zstd:7", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["compression"].get<std::string>(), "zstd:7");
+  std::string text;
+  while (text.size() < 3000000) text += "a line of text that compresses " + std::to_string(text.size() % 1000) + "\n";
+  ASSERT_EQ(Cs({"publish", "--name", "t", Write("t", std::vector<uint8_t>(text.begin(), text.end()))}).code, 0);
+  r = Cs({"stats", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = ParseJson(r.out);
+  EXPECT_EQ(j["compression"].get<std::string>(), "zstd:7");
+  EXPECT_GT(j["compression_ratio"].get<double>(), 5.0);
+  r = Cs({"stats"});
+  EXPECT_NE(r.out.find("(zstd:7)"), std::string::npos) << r.out;
+  r = Cs({"cat", "t"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, text);
+}
+
 TEST_F(Cli, VersionNamesTheLibraries) {
   Outcome r = Exec({"--version"});
   EXPECT_EQ(r.code, 0);
-  for (const char* lib : {"chunkstore 0.", "SQLite 3.", "OpenSSL 3.", "zlib 1.", "xxHash 0."})
+  for (const char* lib : {"chunkstore 0.", "SQLite 3.", "OpenSSL 3.", "zstd 1.", "libdeflate 1.", "xxHash 0.",
+                          "new stores compress with zstd:3"})
     EXPECT_NE(r.out.find(lib), std::string::npos) << r.out;
 }
 

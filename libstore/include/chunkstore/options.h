@@ -11,6 +11,7 @@
 #include <string>
 
 #include "chunkstore/chunker.h"
+#include "chunkstore/compression.h"
 
 namespace chunkstore {
 
@@ -49,8 +50,9 @@ struct S3Options {
 struct Options {
   // Creation: FastCDC parameters (default 256 KiB / 1 MiB / 4 MiB, level 1).
   ChunkerParams chunking;
-  // Creation: store chunks zlib-compressed when that saves >= 1/16.
-  bool compression = true;
+  // Creation: how chunks are compressed, each only when that saves >= 1/16
+  // (default zstd level 3; Compression::None() never compresses).
+  Compression compression;
   // Creation: objects of at most this many bytes keep their content in
   // their index row, with no chunk row and no pack record (default 512;
   // 0 = never; at most 4096; lowered to chunking.min_size - 1 if that is

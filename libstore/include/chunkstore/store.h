@@ -59,7 +59,7 @@ struct ObjectInfo {
   uint64_t stored_bytes = 0;        // pack bytes of its distinct chunks, headers included
                                     // (an inline object: its content's size)
   bool stored_inline = false;       // content kept in the index row, no chunks
-  uint64_t compressed_chunks = 0;   // distinct chunks stored zlib-compressed
+  uint64_t compressed_chunks = 0;   // distinct chunks stored compressed
   int64_t created = 0;              // unix seconds of the first publish
   bool pinned = false;              // published without a name: kept until removed
   std::vector<std::string> names;   // names whose latest version is this object
@@ -329,6 +329,8 @@ class Store {
 
   // The chunking this store uses (fixed when it was created).
   const ChunkerParams& chunking() const;
+  // How this store compresses the chunks it writes (chosen at creation).
+  const Compression& compression() const;
   // Objects of 1 to inline_max() bytes are kept in their index row (0: none).
   uint32_t inline_max() const;
   // The directory, the s3:// URL of a bucket store, or "" for an

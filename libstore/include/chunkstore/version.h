@@ -13,7 +13,7 @@ const char* Version();
 // The newest index schema version this library reads and writes. It
 // changes only when the on-disk format does (docs/format.md).
 int SchemaVersion();
-// One line naming the versions of SQLite, OpenSSL, zlib and xxHash in use.
+// One line naming the versions of SQLite, OpenSSL, zstd, libdeflate and xxHash in use.
 std::string DependencyVersions();
 
 }  // namespace chunkstore

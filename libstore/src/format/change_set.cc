@@ -228,7 +228,7 @@ Result<ChangeSet> DecodeChangeSet(std::string_view s, const std::string& secret,
     ch.loc.xxh64 = in.U64();
     if (!in.ok()) break;
     if (ch.pack >= c.packs.size()) return Status::Corruption("change set names a pack it does not list");
-    if (codec != static_cast<uint8_t>(Codec::kRaw) && codec != static_cast<uint8_t>(Codec::kZlib))
+    if (!KnownCodec(codec))
       return Status::Corruption("change set has a chunk of unknown codec " + std::to_string(codec));
     c.chunks.push_back(ch);
   }

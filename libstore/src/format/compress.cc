@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// zlib compression with cheap incompressibility checks (see compress.h).
+// zstd and zlib compression with cheap incompressibility checks (see
+// compress.h).
 //
 // Two gates keep random data cheap: chunks of 64 KiB and more are judged
 // by four 4 KiB samples (skipped if their bytes are as even as random ones,
 // otherwise compressed as one unit); smaller ones by their byte histogram
-// (collision entropy above 6 bits per byte means deflate cannot save a
-// sixteenth). Deflate state is kept per thread and reset, not rebuilt: its
-// setup (a 256 KiB window, cleared) costs more than compressing a small chunk.
+// (collision entropy above 6 bits per byte means no codec here saves a
+// sixteenth). zlib-format chunks are written and read with libdeflate,
+// which makes the same format several times faster than zlib itself (a
+// whole-buffer API is all a chunk needs). Compressor state is kept per
+// thread: its setup costs more than compressing a small chunk.
 #include "format/compress.h"
 
-#include <zlib.h>
+#include <libdeflate.h>
+#include <zstd.h>
 
 #include <cstring>
 
@@ -19,48 +23,70 @@ namespace {
 
 constexpr size_t kSampleSize = 4096;
 constexpr size_t kSamples = 4;
+// Samples are judged at no more than this level: they predict whether the
+// chunk shrinks, not by how much.
+constexpr int kSampleMaxLevel = 3;
 
-// Bytes saved must be at least n/16.
-bool WorthIt(size_t raw, size_t packed) { return packed + raw / 16 <= raw; }
+// The most a compressed form may take: it must save at least n/16.
+size_t Budget(size_t raw) { return raw - raw / 16; }
 
-class Deflater {
+class ThreadCodecs {
  public:
-  ~Deflater() {
-    if (level_ >= 0) deflateEnd(&z_);
+  ~ThreadCodecs() {
+    if (deflater_) libdeflate_free_compressor(deflater_);
+    if (inflater_) libdeflate_free_decompressor(inflater_);
+    ZSTD_freeCCtx(zc_);
+    ZSTD_freeDCtx(zd_);
   }
-  // Compresses data into out[0, cap); returns the length, or cap + 1 when
-  // it does not fit or zlib fails.
-  size_t Run(const uint8_t* data, size_t n, uint8_t* out, size_t cap, int level) {
-    if (level_ != level) {
-      if (level_ >= 0) deflateEnd(&z_);
-      std::memset(&z_, 0, sizeof z_);
-      if (deflateInit(&z_, level) != Z_OK) {
-        level_ = -1;
-        return cap + 1;
+
+  // Compresses into out[0, cap); returns the length, or 0 when it does not
+  // fit or the codec fails.
+  size_t Compress(Codec codec, int level, const uint8_t* data, size_t n, uint8_t* out, size_t cap) {
+    if (codec == Codec::kZlib) {
+      if (!deflater_ || deflater_level_ != level) {
+        if (deflater_) libdeflate_free_compressor(deflater_);
+        deflater_ = libdeflate_alloc_compressor(level);
+        deflater_level_ = deflater_ ? level : -1;
+        if (!deflater_) return 0;
       }
-      level_ = level;
-    } else if (deflateReset(&z_) != Z_OK) {
-      return cap + 1;
+      return libdeflate_zlib_compress(deflater_, data, n, out, cap);
     }
-    z_.next_in = const_cast<Bytef*>(data);
-    z_.avail_in = static_cast<uInt>(n);
-    z_.next_out = out;
-    z_.avail_out = static_cast<uInt>(cap);
-    const int rc = deflate(&z_, Z_FINISH);
-    return rc == Z_STREAM_END ? cap - z_.avail_out : cap + 1;
+    if (codec == Codec::kZstd) {
+      if (!zc_ && !(zc_ = ZSTD_createCCtx())) return 0;
+      const size_t r = ZSTD_compressCCtx(zc_, out, cap, data, n, level);
+      return ZSTD_isError(r) ? 0 : r;
+    }
+    return 0;
   }
-  size_t Bound(size_t n) {
-    return level_ >= 0 ? deflateBound(&z_, static_cast<uLong>(n)) : compressBound(static_cast<uLong>(n));
+
+  bool Inflate(Codec codec, const uint8_t* data, size_t n, uint8_t* out, size_t raw_len) {
+    if (codec == Codec::kZlib) {
+      if (!inflater_ && !(inflater_ = libdeflate_alloc_decompressor())) return false;
+      // No actual-length pointer: libdeflate then fails unless the stream
+      // fills out exactly.
+      return libdeflate_zlib_decompress(inflater_, data, n, out, raw_len, nullptr) == LIBDEFLATE_SUCCESS;
+    }
+    if (codec == Codec::kZstd) {
+      if (!zd_ && !(zd_ = ZSTD_createDCtx())) return false;
+      // A frame's own content size is not trusted: the output is bounded by
+      // raw_len and must come out exactly that long.
+      const size_t r = ZSTD_decompressDCtx(zd_, out, raw_len, data, n);
+      return !ZSTD_isError(r) && r == raw_len;
+    }
+    return false;
   }
 
  private:
-  z_stream z_{};
-  int level_ = -1;
+  libdeflate_compressor* deflater_ = nullptr;
+  int deflater_level_ = -1;
+  libdeflate_decompressor* inflater_ = nullptr;
+  ZSTD_CCtx* zc_ = nullptr;
+  ZSTD_DCtx* zd_ = nullptr;
 };
 
-Deflater& ThreadDeflater() {
-  thread_local Deflater d;
-  return d;
+ThreadCodecs& Codecs() {
+  thread_local ThreadCodecs c;
+  return c;
 }
 
 // Sum of squared byte counts: n^2 * sum p^2, so that collision entropy
@@ -79,19 +105,20 @@ bool LooksCompressible(const uint8_t* data, size_t n) {
 }
 
 // Collision entropy above 7.95 bits per byte (2^7.95 = 247): bytes as even
-// as random ones, which Huffman coding cannot shrink. Random 16 KiB samples
+// as random ones, which entropy coding cannot shrink. Random 16 KiB samples
 // come out at 7.98; a random 4 KiB block repeated (which LZ matching would
-// shrink) at 7.92, so it still goes on to the deflate check.
+// shrink) at 7.92, so it still goes on to the compression check.
 bool LooksRandom(const uint8_t* data, size_t n) {
   return 247 * SumSquaredCounts(data, n) < static_cast<uint64_t>(n) * n;
 }
 
 }  // namespace
 
-bool TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out,
-                 const CompressOptions& opts) {
-  if (n < 64) return false;  // headers alone eat the gain
-  Deflater& z = ThreadDeflater();
+Codec TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out, const CompressOptions& opts) {
+  if (!opts.with.enabled() || n < 64) return Codec::kRaw;  // headers alone eat the gain
+  const Codec codec = static_cast<Codec>(opts.with.codec);
+  const int level = opts.with.level;
+  ThreadCodecs& z = Codecs();
   if (opts.sample_first) {
     if (n >= 4 * kSamples * kSampleSize) {
       // Compress samples from the start, the quarters and the end as one
@@ -101,33 +128,100 @@ bool TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out,
       const size_t stride = (n - kSampleSize) / (kSamples - 1);
       for (size_t i = 0; i < kSamples; ++i)
         std::memcpy(sample + i * kSampleSize, data + i * stride, kSampleSize);
-      // A histogram costs a fraction of deflating the samples.
-      if (LooksRandom(sample, sizeof sample)) return false;
-      uint8_t packed[kSamples * kSampleSize + 1024];
-      const size_t len = z.Run(sample, sizeof sample, packed, sizeof packed, opts.level);
-      if (!WorthIt(sizeof sample, len)) return false;
+      // A histogram costs a fraction of compressing the samples.
+      if (LooksRandom(sample, sizeof sample)) return Codec::kRaw;
+      uint8_t packed[kSamples * kSampleSize];
+      const int sample_level = level < kSampleMaxLevel ? level : kSampleMaxLevel;
+      if (z.Compress(codec, sample_level, sample, sizeof sample, packed, Budget(sizeof sample)) == 0)
+        return Codec::kRaw;
     } else if (!LooksCompressible(data, n)) {
-      return false;
+      return Codec::kRaw;
     }
   }
-  out->resize(z.Bound(n) + 64);
-  const size_t len = z.Run(data, n, out->data(), out->size(), opts.level);
-  if (len > out->size() || !WorthIt(n, len)) return false;
+  // Only a form within the budget is any use, so that is all the room the
+  // codec gets: it gives up as soon as it would not fit.
+  const size_t cap = Budget(n);
+  if (out->size() < cap) out->resize(cap);
+  const size_t len = z.Compress(codec, level, data, n, out->data(), cap);
+  if (len == 0) return Codec::kRaw;
   out->resize(len);
-  return true;
+  return codec;
 }
 
-Status Decompress(const uint8_t* data, size_t n, size_t raw_len, std::vector<uint8_t>* out) {
+Status Decompress(Codec codec, const uint8_t* data, size_t n, size_t raw_len, std::vector<uint8_t>* out) {
   out->resize(raw_len);
-  return Decompress(data, n, raw_len, out->data());
+  return Decompress(codec, data, n, raw_len, out->data());
 }
 
-Status Decompress(const uint8_t* data, size_t n, size_t raw_len, uint8_t* out) {
-  uLongf len = raw_len;
-  const int rc = uncompress(out, &len, data, n);
-  if (rc != Z_OK || len != raw_len)
-    return Status::Corruption("compressed chunk data does not inflate to its recorded length");
+Status Decompress(Codec codec, const uint8_t* data, size_t n, size_t raw_len, uint8_t* out) {
+  if (codec == Codec::kRaw) return Status::InvalidArgument("a raw chunk has nothing to decompress");
+  if (!Codecs().Inflate(codec, data, n, out, raw_len))
+    return Status::Corruption(std::string("compressed chunk data (") + CodecName(codec) +
+                              ") does not decode to its recorded length");
   return Status::OK();
 }
 
+std::string CompressionText(const Compression& c) {
+  return c == Compression::Zlib(1) ? "zlib" : c.ToString();
+}
+
+const char* CodecName(Codec c) {
+  switch (c) {
+    case Codec::kRaw: return "raw";
+    case Codec::kZlib: return "zlib";
+    case Codec::kZstd: return "zstd";
+  }
+  return "unknown";
+}
+
 }  // namespace chunkstore::internal
+
+namespace chunkstore {
+
+Status Compression::Validate() const {
+  switch (codec) {
+    case Codec::kNone: return Status::OK();
+    case Codec::kZlib:
+      if (level < 1 || level > 12)
+        return Status::InvalidArgument("zlib level " + std::to_string(level) + " is out of range (1 to 12)");
+      return Status::OK();
+    case Codec::kZstd:
+      if (level < 1 || level > 19)
+        return Status::InvalidArgument("zstd level " + std::to_string(level) + " is out of range (1 to 19)");
+      return Status::OK();
+  }
+  return Status::InvalidArgument("unknown compression codec");
+}
+
+Result<Compression> Compression::Parse(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  Compression c;
+  if (name == "none") {
+    if (colon != std::string::npos) return Status::InvalidArgument("compression 'none' takes no level");
+    return None();
+  }
+  if (name == "zlib") c = Zlib();
+  else if (name == "zstd") c = Zstd();
+  else
+    return Status::InvalidArgument("unknown compression '" + name + "' (expected zstd, zlib or none)");
+  if (colon != std::string::npos) {
+    const std::string digits = text.substr(colon + 1);
+    if (digits.empty() || digits.size() > 2 || digits.find_first_not_of("0123456789") != std::string::npos)
+      return Status::InvalidArgument("compression level '" + digits + "' is not a number");
+    c.level = std::stoi(digits);
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+std::string Compression::ToString() const {
+  switch (codec) {
+    case Codec::kNone: return "none";
+    case Codec::kZlib: return "zlib:" + std::to_string(level);
+    case Codec::kZstd: return "zstd:" + std::to_string(level);
+  }
+  return "unknown";
+}
+
+}  // namespace chunkstore

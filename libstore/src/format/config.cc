@@ -25,7 +25,7 @@ std::string EncodeConfig(const StoreConfig& c) {
   s += "chunk_avg " + std::to_string(p.avg_size) + "\n";
   s += "chunk_max " + std::to_string(p.max_size) + "\n";
   s += "chunk_level " + std::to_string(p.level) + "\n";
-  s += std::string("compression ") + (c.meta.compression ? "zlib" : "none") + "\n";
+  s += "compression " + CompressionText(c.meta.compression) + "\n";
   if (!c.bucket || c.format >= 2) s += "inline_max " + std::to_string(c.meta.inline_max) + "\n";
   if (!c.secret_check.empty()) s += "secret_check " + c.secret_check + "\n";
   if (!c.bucket || c.format >= 2) {
@@ -82,8 +82,11 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
       CHUNKSTORE_RETURN_IF_ERROR(need_number());
       c.meta.chunking.level = static_cast<int>(n);
     } else if (k == "compression") {
-      if (v != "zlib" && v != "none") return Status::Unsupported(where + ": unknown compression " + v);
-      c.meta.compression = v == "zlib";
+      Result<Compression> parsed = Compression::Parse(v);
+      if (!parsed.ok())
+        return Status::Unsupported(where + ": unknown compression " + v.substr(0, 32) +
+                                   " (written by a newer chunkstore?)");
+      c.meta.compression = *parsed;
     } else if (k == "inline_max") {
       CHUNKSTORE_RETURN_IF_ERROR(need_number());
       c.meta.inline_max = static_cast<uint32_t>(n);

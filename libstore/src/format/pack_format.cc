@@ -65,7 +65,7 @@ Result<RecordHeader> DecodeRecordHeader(const uint8_t* in, size_t n) {
     return Status::Corruption("chunk record header fails its check");
   if (Get32(in + 60) != 0) return Status::Corruption("chunk record header has non-zero reserved bytes");
   RecordHeader h;
-  if (in[4] > static_cast<uint8_t>(Codec::kZlib))
+  if (!KnownCodec(in[4]))
     return Status::Corruption("chunk record names unknown codec " + std::to_string(in[4]));
   h.codec = static_cast<Codec>(in[4]);
   h.raw_len = Get32(in + 8);

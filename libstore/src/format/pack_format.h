@@ -4,7 +4,7 @@
 // A pack is a 16-byte file header followed by records. Each record is a
 // 64-byte header and the chunk's stored bytes:
 //
-//   0  magic "CKR1"        4  codec (0 raw, 1 zlib)   5  3 bytes zero
+//   0  magic "CKR1"        4  codec (0 raw, 1 zlib, 2 zstd)   5  3 bytes zero
 //   8  raw length (u32)    12 stored length (u32)
 //   16 chunk id (32 bytes, SHA-256 of the raw bytes)
 //   48 xxHash64 of the stored bytes (u64)

@@ -49,7 +49,8 @@ struct NameRow {
 // What a store is created with, and keeps.
 struct StoreMeta {
   ChunkerParams chunking;
-  bool compression = true;
+  // Stores from before the setting was recorded compressed with zlib.
+  Compression compression = Compression::Zlib(1);
   // Objects of 1 to inline_max bytes are stored inline: their row has
   // chunk_count 0 and the content itself in place of the manifest.
   uint32_t inline_max = 0;

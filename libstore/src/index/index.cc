@@ -232,7 +232,7 @@ Status Index::CreateSchema(const StoreMeta& meta) {
         {"chunk_avg", std::to_string(c.avg_size)},
         {"chunk_max", std::to_string(c.max_size)},
         {"chunk_level", std::to_string(c.level)},
-        {"compression", meta.compression ? "zlib" : "none"},
+        {"compression", CompressionText(meta.compression)},
         {"inline_max", std::to_string(meta.inline_max)},
     };
     for (const auto& [k, v] : rows) {
@@ -255,7 +255,7 @@ Status Index::SetStoreMeta(const StoreMeta& meta, int schema_version) {
       {"chunk_avg", std::to_string(c.avg_size)},
       {"chunk_max", std::to_string(c.max_size)},
       {"chunk_level", std::to_string(c.level)},
-      {"compression", meta.compression ? "zlib" : "none"},
+      {"compression", CompressionText(meta.compression)},
       {"inline_max", std::to_string(meta.inline_max)},
   };
   for (const auto& [k, v] : rows) CHUNKSTORE_RETURN_IF_ERROR(SetMeta(k, v));
@@ -288,7 +288,14 @@ Status Index::LoadMeta() {
     else if (key == "chunk_avg") meta_.chunking.avg_size = num();
     else if (key == "chunk_max") meta_.chunking.max_size = num();
     else if (key == "chunk_level") meta_.chunking.level = static_cast<int>(num());
-    else if (key == "compression") meta_.compression = value == "zlib";
+    else if (key == "compression") {
+      Result<Compression> c = Compression::Parse(value);
+      if (!c.ok()) {
+        sqlite3_finalize(s);
+        return Status::Unsupported("the index names an unknown compression " + value.substr(0, 32));
+      }
+      meta_.compression = *c;
+    }
     else if (key == "inline_max") meta_.inline_max = num();
   }
   sqlite3_finalize(s);

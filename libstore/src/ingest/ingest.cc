@@ -16,11 +16,11 @@
 
 namespace chunkstore::internal {
 
-bool ProcessHashed(IngestedChunk& c, bool compress, IngestSink* sink, const Digest* expect) {
+bool ProcessHashed(IngestedChunk& c, const Compression& with, IngestSink* sink, const Digest* expect) {
   if (expect && c.id != *expect) return false;
   c.known = sink->IsKnown(c.id, c.length);
-  c.compressed = !c.known && compress && TryCompress(c.data, c.length, &c.packed);
-  if (!c.compressed) c.packed.clear();
+  c.codec = c.known ? Codec::kRaw : TryCompress(c.data, c.length, &c.packed, {with});
+  if (c.codec == Codec::kRaw) c.packed.clear();
   return true;
 }
 
@@ -40,9 +40,9 @@ Result<size_t> Fill(Source& source, uint8_t* buf, size_t want, bool* eof) {
 
 namespace {
 
-void ProcessChunk(IngestedChunk& c, bool compress, IngestSink* sink) {
+void ProcessChunk(IngestedChunk& c, const Compression& with, IngestSink* sink) {
   c.id = Sha256::Of(c.data, c.length);
-  ProcessHashed(c, compress, sink, nullptr);
+  ProcessHashed(c, with, sink, nullptr);
 }
 
 // Everything on the calling thread: small inputs and threads == 1.
@@ -59,7 +59,7 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
     c.length = static_cast<uint32_t>(n);
     c.data = data;
     c.whole_input = whole_input;
-    ProcessChunk(c, cfg.compress && !(whole_input && n <= cfg.inline_max), sink);
+    ProcessChunk(c, whole_input && n <= cfg.inline_max ? Compression::None() : cfg.compress, sink);
     if (whole_input) {
       out.object_id = c.id;
       out.chain = {ChainStart()};
@@ -80,7 +80,7 @@ Result<IngestOutcome> IngestInline(Source& source, const IngestConfig& cfg, Inge
       c.length = static_cast<uint32_t>(n);
       c.data = whole;
       c.whole_input = true;
-      ProcessChunk(c, cfg.compress && n > cfg.inline_max, sink);
+      ProcessChunk(c, n > cfg.inline_max ? cfg.compress : Compression::None(), sink);
       out.size = n;
       out.chunks = 1;
       out.object_id = c.id;

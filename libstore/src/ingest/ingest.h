@@ -18,6 +18,7 @@
 
 #include "chunkstore/chunker.h"
 #include "chunkstore/status.h"
+#include "format/compress.h"
 #include "hash/chain.h"
 #include "hash/digest.h"
 #include "format/manifest.h"
@@ -32,7 +33,7 @@ struct IngestedChunk {
   const uint8_t* data = nullptr;  // valid only inside IngestSink::Accept
   bool known = false;             // the sink said it already has this chunk
   bool whole_input = false;       // this chunk is all of the input
-  bool compressed = false;        // packed holds a zlib form worth storing
+  Codec codec = Codec::kRaw;      // not kRaw: packed holds a form worth storing
   std::vector<uint8_t> packed;
 };
 
@@ -50,7 +51,7 @@ class IngestSink {
 
 struct IngestConfig {
   ChunkerParams chunking;
-  bool compress = true;
+  Compression compress = Compression::None();  // how new chunks are compressed
   unsigned threads = 2;  // total threads to use; 1 = everything inline
   // An input of 1 to inline_max bytes becomes an inline object, stored as
   // it is: no compression is attempted for it.

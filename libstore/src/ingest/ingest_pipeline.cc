@@ -108,7 +108,7 @@ class Pipeline {
 
   void AfterHash(Slot& s) {
     const bool stays_raw = s.chunk.whole_input && s.chunk.length <= cfg_.inline_max;
-    s.differs = !ProcessHashed(s.chunk, cfg_.compress && !stays_raw, sink_, s.expect);
+    s.differs = !ProcessHashed(s.chunk, stays_raw ? Compression::None() : cfg_.compress, sink_, s.expect);
   }
 
   // Hashes one chunk, or two together (Sha256Pair: 1.2-1.9x the bytes per

@@ -18,7 +18,7 @@ constexpr size_t kReadBlock = 256 * 1024;
 // then a compression attempt for a chunk it does not have. Returns false,
 // having done nothing more, if the id is not *expect: a chunk that differs
 // from an expected one is cut again.
-bool ProcessHashed(IngestedChunk& c, bool compress, IngestSink* sink, const Digest* expect);
+bool ProcessHashed(IngestedChunk& c, const Compression& with, IngestSink* sink, const Digest* expect);
 
 // Reads from source into buf until it holds `want` bytes or the input ends
 // (then sets *eof).

@@ -111,7 +111,7 @@ Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
   if (h->chunk_id != id || h->raw_len != loc.raw_len || h->stored_len != loc.stored_len ||
       h->codec != loc.codec || h->xxh64 != loc.xxh64)
     return Status::Corruption("the record header does not match the index");
-  // Raw payloads are read straight into the output; zlib ones into a
+  // Raw payloads are read straight into the output; compressed ones into a
   // per-thread scratch buffer first.
   thread_local Buffer scratch;
   const uint8_t* stored;
@@ -126,13 +126,13 @@ Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
     stored = into->data();
   }
   // The SHA-256 below already covers every stored byte of a raw record;
-  // xxHash64 is what a quick check relies on, and what guards zlib input.
+  // xxHash64 is what a quick check relies on, and what guards decoder input.
   if ((quick || loc.codec != Codec::kRaw) && XxHash64(stored, loc.stored_len) != loc.xxh64)
     return Status::Corruption("stored bytes fail their xxHash64 check");
   if (quick) return Status::OK();
-  if (loc.codec == Codec::kZlib) {
+  if (loc.codec != Codec::kRaw) {
     raw->Resize(loc.raw_len);
-    CHUNKSTORE_RETURN_IF_ERROR(Decompress(stored, loc.stored_len, loc.raw_len, raw->data()));
+    CHUNKSTORE_RETURN_IF_ERROR(Decompress(loc.codec, stored, loc.stored_len, loc.raw_len, raw->data()));
   } else if (one_read) {
     raw->Resize(loc.raw_len);
     std::memcpy(raw->data(), stored, loc.raw_len);

@@ -81,7 +81,7 @@ Result<ObjectInfo> Store::Stat(const std::string& ref) {
     if (!loc.ok()) return loc.status();
     if (!loc->has_value()) continue;
     info.stored_bytes += kRecordHeaderSize + (*loc)->stored_len;
-    if ((*loc)->codec == Codec::kZlib) ++info.compressed_chunks;
+    if ((*loc)->codec != Codec::kRaw) ++info.compressed_chunks;
   }
   Result<std::vector<std::string>> names = db->LatestNamesOf(*id);
   if (!names.ok()) return names.status();

@@ -40,6 +40,7 @@ Store::~Store() = default;
 
 const ChunkerParams& Store::chunking() const { return impl_->meta.chunking; }
 uint32_t Store::inline_max() const { return impl_->meta.inline_max; }
+const Compression& Store::compression() const { return impl_->meta.compression; }
 const std::string& Store::dir() const { return impl_->dir; }
 
 unsigned internal::ThreadCount(const Options& o) {
@@ -71,6 +72,7 @@ internal::PublishTarget Store::Impl::publish_target() {
 Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options& options) {
   if (dir.empty()) return Status::InvalidArgument("the store directory name is empty");
   CHUNKSTORE_RETURN_IF_ERROR(options.chunking.Validate());
+  CHUNKSTORE_RETURN_IF_ERROR(options.compression.Validate());
   CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(EffectiveInlineMax(options.inline_max, options.chunking),
                                                options.chunking));
   const bool bucket = options.blob_store != nullptr || dir.rfind("s3://", 0) == 0;
@@ -81,6 +83,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
 
 Result<std::unique_ptr<Store>> Store::OpenInMemory(const Options& options) {
   CHUNKSTORE_RETURN_IF_ERROR(options.chunking.Validate());
+  CHUNKSTORE_RETURN_IF_ERROR(options.compression.Validate());
   CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(EffectiveInlineMax(options.inline_max, options.chunking),
                                                options.chunking));
   Result<std::shared_ptr<Impl>> impl = OpenMemoryStore(options);
@@ -423,7 +426,7 @@ static Result<PreparedObject> RunPrepare(Store::Impl* impl, Source& source,
   PrepareSink sink;
   IngestConfig cfg;
   cfg.chunking = impl->meta.chunking;
-  cfg.compress = false;
+  cfg.compress = Compression::None();
   cfg.threads = impl->threads;
   const std::vector<ManifestEntry> expected = hint.EarlierVersion(source, cfg);
   if (!expected.empty()) cfg.expected = &expected;
@@ -459,7 +462,7 @@ Result<std::vector<ChunkInfo>> ChunkFile(const std::string& path, const ChunkerP
   PrepareSink sink;
   IngestConfig cfg;
   cfg.chunking = params;
-  cfg.compress = false;
+  cfg.compress = Compression::None();
   cfg.threads = ThreadCount(Options{});
   Result<IngestOutcome> out = Ingest(*src, cfg, &sink);
   if (!out.ok()) return out.status();

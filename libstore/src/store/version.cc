@@ -4,7 +4,8 @@
 
 #include <openssl/crypto.h>
 #include <xxhash.h>
-#include <zlib.h>
+#include <libdeflate.h>
+#include <zstd.h>
 
 #include "index/index.h"
 
@@ -21,7 +22,7 @@ int SchemaVersion() { return internal::kSchemaVersion; }
 std::string DependencyVersions() {
   const unsigned xxh = XXH_versionNumber();
   return std::string("SQLite ") + internal::Index::LibraryVersion() + ", " + OpenSSL_version(OPENSSL_VERSION) +
-         ", zlib " + zlibVersion() + ", xxHash " + std::to_string(xxh / 10000) + "." +
+         ", zstd " + ZSTD_versionString() + ", libdeflate " + LIBDEFLATE_VERSION_STRING + ", xxHash " + std::to_string(xxh / 10000) + "." +
          std::to_string(xxh / 100 % 100) + "." + std::to_string(xxh % 100);
 }
 

@@ -55,11 +55,11 @@ class SessionSink final : public IngestSink {
         ++result_->reused_chunks;
         return Status::OK();
       }
-      session_->Defer(c.id, c.data, c.length, c.compressed, c.packed, session_->results_.size());
+      session_->Defer(c.id, c.data, c.length, c.codec, c.packed, session_->results_.size());
       if (session_->pending_bytes_ >= kDeferLimit) return session_->ResolvePending(result_);
       return Status::OK();
     }
-    return session_->WriteChunk(c.id, c.data, c.length, c.compressed, c.packed, result_);
+    return session_->WriteChunk(c.id, c.data, c.length, c.codec, c.packed, result_);
   }
 
   std::vector<ManifestEntry> entries;
@@ -114,8 +114,9 @@ Status PublishSession::ReapSeals(size_t in_flight) {
 }
 
 Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len,
-                                  bool compressed, const std::vector<uint8_t>& packed,
+                                  Codec codec, const std::vector<uint8_t>& packed,
                                   PublishResult* result) {
+  const bool compressed = codec != Codec::kRaw;
   const uint32_t stored_len = compressed ? static_cast<uint32_t>(packed.size()) : raw_len;
   if (writer_ && writer_->size > writer_->committed + kPackHeaderSize &&
       writer_->size + kRecordHeaderSize + stored_len > t_.packs->seal_at())
@@ -126,7 +127,7 @@ Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t
     writer_ = std::move(*w);
   }
   RecordHeader h;
-  h.codec = compressed ? Codec::kZlib : Codec::kRaw;
+  h.codec = codec;
   h.raw_len = raw_len;
   h.stored_len = compressed ? static_cast<uint32_t>(packed.size()) : raw_len;
   h.chunk_id = id;
@@ -148,10 +149,10 @@ Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t
   return Status::OK();
 }
 
-void PublishSession::Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+void PublishSession::Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, Codec codec,
                            const std::vector<uint8_t>& packed, size_t result_index) {
-  Pending p{id, raw_len, compressed, {}, result_index};
-  if (compressed) p.bytes = packed;
+  Pending p{id, raw_len, codec, {}, result_index};
+  if (codec != Codec::kRaw) p.bytes = packed;
   else p.bytes.assign(raw, raw + raw_len);
   pending_bytes_ += p.bytes.size();
   pending_ids_.insert(id);
@@ -183,7 +184,7 @@ Status PublishSession::ResolvePending(PublishResult* current) {
     }
     PublishResult ignored;
     CHUNKSTORE_RETURN_IF_ERROR(
-        WriteChunk(p.id, p.bytes.data(), p.raw_len, p.compressed, p.bytes, r ? r : &ignored));
+        WriteChunk(p.id, p.bytes.data(), p.raw_len, p.codec, p.bytes, r ? r : &ignored));
   }
   pending_.clear();
   pending_ids_.clear();
@@ -322,10 +323,8 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedState& p, const 
         return Status::InvalidArgument("the prepared content changed after it was prepared "
                                        "(chunk at offset " + std::to_string(offset) +
                                        " no longer matches); prepare it again");
-      const bool compressed =
-          t_.meta.compression && TryCompress(raw.data(), e.length, &packed);
-      CHUNKSTORE_RETURN_IF_ERROR(
-          WriteChunk(e.id, raw.data(), e.length, compressed, packed, &result));
+      const Codec codec = TryCompress(raw.data(), e.length, &packed, {t_.meta.compression});
+      CHUNKSTORE_RETURN_IF_ERROR(WriteChunk(e.id, raw.data(), e.length, codec, packed, &result));
     }
     offset += e.length;
   }

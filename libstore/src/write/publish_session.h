@@ -64,12 +64,12 @@ class PublishSession {
 
  private:
   friend class SessionSink;
-  Status WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+  Status WriteChunk(const Digest& id, const uint8_t* raw, uint32_t raw_len, Codec codec,
                     const std::vector<uint8_t>& packed, PublishResult* result);
   // Small chunks are not looked up one by one while they arrive (each
   // lookup would be its own read transaction); they wait here and are
   // looked up together, then written if new.
-  void Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, bool compressed,
+  void Defer(const Digest& id, const uint8_t* raw, uint32_t raw_len, Codec codec,
              const std::vector<uint8_t>& packed, size_t result_index);
   Status ResolvePending(PublishResult* current);
   Status FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
@@ -97,8 +97,8 @@ class PublishSession {
   struct Pending {
     Digest id;
     uint32_t raw_len;
-    bool compressed;
-    std::vector<uint8_t> bytes;  // raw, or the zlib form when compressed
+    Codec codec;
+    std::vector<uint8_t> bytes;  // raw, or the compressed form
     size_t result;               // index into results_ (or the object being added)
   };
   std::vector<Pending> pending_;

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sparse output: runs of zero bytes written to a regular file as holes.
+//
+// Disk images and many datasets are mostly zeros; writing them back block
+// for block allocates what the original never had. A SparseWriter skips
+// every whole file-system block of zeros (by moving the file offset) and
+// sets the file's length at the end, so the restored file has the same
+// bytes and about the blocks of its source. Output that is not a regular
+// file written from its end (a pipe, a device, an append, the middle of an
+// existing file) is written byte for byte.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cli {
+
+class SparseWriter {
+ public:
+  // fd: the output, at its current offset. sparse = false writes every
+  // byte (as --no-sparse asks).
+  SparseWriter(int fd, bool sparse);
+
+  // Whether holes are being made (a regular file, written from its end).
+  bool sparse() const { return sparse_; }
+
+  // Writes n bytes at the current position; false with errno set on error.
+  bool Write(const uint8_t* data, size_t n);
+  // Sets the file's length over a trailing hole; false with errno set.
+  bool Finish();
+
+ private:
+  bool WritePlain(const uint8_t* data, size_t n);
+
+  int fd_;
+  bool sparse_ = false;
+  size_t block_ = 4096;
+  uint64_t pos_ = 0;      // offset in the file of the next byte
+  uint64_t pending_ = 0;  // bytes of zeros skipped and not yet followed by data
+};
+
+// Whether every byte of data[0, n) is zero.
+bool AllZero(const uint8_t* data, size_t n);
+
+}  // namespace cli
