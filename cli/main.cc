@@ -50,8 +50,13 @@ int main(int argc, char** argv) {
 
   bool no_compression = false;
   auto* init = app.add_subcommand("init", "Create a store (publish also creates one)");
-  init->footer("\nExamples:\n  chunkstore init\n  chunkstore --store /srv/store init --avg 262144\n  chunkstore --store s3://bucket/models init\n");
+  init->footer("\nExamples:\n  chunkstore init\n  chunkstore --store /srv/images init --profile small-edits\n  chunkstore --store /srv/store init --avg 262144 --compression zstd:6\n  chunkstore --store s3://bucket/models init\n");
   chunk_flags(init);
+  std::string profile;
+  init->add_option("--profile", profile,
+                   "large-files (256K/1M/4M, default) or small-edits (16K/64K/256K)")
+      ->option_text("NAME")
+      ->check(CLI::IsMember({"large-files", "small-edits"}));
   std::string compression;
   init->add_option("--compression", compression,
                    "zstd[:1-19], zlib[:1-12] or none (default " + chunkstore::Compression().ToString() + ")")
@@ -194,7 +199,15 @@ int main(int argc, char** argv) {
     }
   }
   const int code = [&] {
-    if (*init) return CmdInit(g, params, compression, no_compression, inline_max);
+    if (*init) {
+      if (profile == "small-edits") {
+        // Explicit sizes still win over the profile's.
+        if (init->get_option("--min")->count() == 0) params.min_size = 16 * 1024;
+        if (init->get_option("--avg")->count() == 0) params.avg_size = 64 * 1024;
+        if (init->get_option("--max")->count() == 0) params.max_size = 256 * 1024;
+      }
+      return CmdInit(g, params, compression, no_compression, inline_max);
+    }
     if (*publish) return CmdPublish(g, pub);
     if (*cat) return CmdCat(g, ref, offset, length, out_path, no_sparse);
     if (*stat) return CmdStat(g, ref);

@@ -64,6 +64,8 @@ def main(exe, out_path):
     run("overflowing range", ["cat", "keep", "--offset", "99999999999999999999"], expect=2)
     run("range past the end", ["cat", "keep", "--offset", "400000"], expect=0)
     run("chunk parameters out of range", ["init", "--min", "10"], expect=2)
+    run("unknown compression", ["init", "--compression", "lz4"], expect=2)
+    run("compression level out of range", ["init", "--compression", "zstd:25"], expect=2)
     run("chunk parameters out of order", ["chunks", "--min", "8192", "--avg", "4096", keep], expect=2)
     plain = os.path.join(work, "plain")
     os.makedirs(plain)

@@ -7,6 +7,10 @@ import glob
 import json
 import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_real import chunking_section, codecs_section, real_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEAS = os.path.join(ROOT, "docs", "measurements")
@@ -547,6 +551,8 @@ def main():
     small_path, large_path = newest("bench-32MiB-*.json"), newest("bench-large-*.json")
     micro_path, peers_path = newest("micro-*.json"), newest("peers-*.json")
     s3_path = newest("bench-s3-*.json")
+    real_path, codecs_path, chunking_path = newest("real-*.json"), newest("codecs-*.json"), newest("chunking-*.json")
+    real, codecs, chunking = load(real_path), load(codecs_path), load(chunking_path)
     s3 = load(s3_path)
     small, large, micro, peers = load(small_path), load(large_path), load(micro_path), load(peers_path)
     if peers:
@@ -621,14 +627,33 @@ ratio ranges use the samples' min–max.{clock_words(small, large)}
 
 {peers_section(peers, ceilings(by_name(large or {"results": []}), micro))}
 
+## Real data
+
+The sections above use pseudo-random payloads. These use files people
+store, built from Debian packages by the scripts themselves
+(`scripts/compare_real.py` records each package and version).
+
+### Compared with restic, borg and casync on real data
+
+{real_section(real, rel(real_path) if real_path else "")}
+
+### Codecs on real data
+
+{codecs_section(codecs, rel(codecs_path) if codecs_path else "")}
+
+### Chunking parameters on real data
+
+{chunking_section(chunking, rel(chunking_path) if chunking_path else "")}
+
 ## Limits of the evidence
 
 - One machine, shared with other work: medians resist noise but absolute
   times drift between runs; compare ratios measured in the same run.
 - Warm page cache only. A cold read from disk is bounded by the disk, not
   by hashing.
-- Pseudo-random data: no compression and little deduplication inside one
-  payload. Compressible data costs more CPU per byte at publish.
+- The default suite uses pseudo-random data: no compression and little
+  deduplication inside one payload. Compressible data costs more CPU per
+  byte at publish; the real-data sections measure it.
 - The memory figures are a process's VmHWM; they include the binary, the
   C++ runtime, SQLite's page cache and the pipeline's chunk buffers.
 - Writing a large file costs the kernel several times more system time

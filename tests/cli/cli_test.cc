@@ -545,6 +545,27 @@ TEST_F(Cli, InitTakesACompressionThatStatsShows) {
   EXPECT_EQ(r.out, text);
 }
 
+TEST_F(Cli, InitProfileSetsChunkSizesThatFlagsOverride) {
+  Outcome bad = Cs({"init", "--profile", "tiny"});
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  Outcome r = Cs({"init", "--profile", "small-edits", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = ParseJson(r.out);
+  EXPECT_EQ(j["chunk_min"].get<uint64_t>(), 16384u);
+  EXPECT_EQ(j["chunk_avg"].get<uint64_t>(), 65536u);
+  EXPECT_EQ(j["chunk_max"].get<uint64_t>(), 262144u);
+  std::filesystem::remove_all(store());
+  r = Cs({"init", "--profile", "small-edits", "--max", "524288", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = ParseJson(r.out);
+  EXPECT_EQ(j["chunk_avg"].get<uint64_t>(), 65536u);
+  EXPECT_EQ(j["chunk_max"].get<uint64_t>(), 524288u);
+  std::filesystem::remove_all(store());
+  r = Cs({"init", "--profile", "large-files", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ParseJson(r.out)["chunk_avg"].get<uint64_t>(), 1048576u);
+}
+
 TEST_F(Cli, VersionNamesTheLibraries) {
   Outcome r = Exec({"--version"});
   EXPECT_EQ(r.code, 0);

@@ -16,6 +16,8 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <memory>
+#include <new>
 
 namespace chunkstore::internal {
 
@@ -59,6 +61,15 @@ class ThreadCodecs {
     return 0;
   }
 
+  // At least n bytes of scratch, kept for the thread's next chunks.
+  uint8_t* Room(size_t n) {
+    if (n > room_size_) {
+      room_.reset(new (std::nothrow) uint8_t[n]);
+      room_size_ = room_ ? n : 0;
+    }
+    return room_.get();
+  }
+
   bool Inflate(Codec codec, const uint8_t* data, size_t n, uint8_t* out, size_t raw_len) {
     if (codec == Codec::kZlib) {
       if (!inflater_ && !(inflater_ = libdeflate_alloc_decompressor())) return false;
@@ -82,6 +93,8 @@ class ThreadCodecs {
   libdeflate_decompressor* inflater_ = nullptr;
   ZSTD_CCtx* zc_ = nullptr;
   ZSTD_DCtx* zd_ = nullptr;
+  std::unique_ptr<uint8_t[]> room_;
+  size_t room_size_ = 0;
 };
 
 ThreadCodecs& Codecs() {
@@ -139,12 +152,17 @@ Codec TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out, cons
     }
   }
   // Only a form within the budget is any use, so that is all the room the
-  // codec gets: it gives up as soon as it would not fit.
+  // codec gets: it gives up as soon as it would not fit. It writes into a
+  // per-thread buffer and only the result is copied out: a vector sized to
+  // the budget would be zero-filled first, and a publish keeps several
+  // chunks' compressed forms in flight, each then as resident as its raw
+  // chunk (compressed text is a fifth of that).
   const size_t cap = Budget(n);
-  if (out->size() < cap) out->resize(cap);
-  const size_t len = z.Compress(codec, level, data, n, out->data(), cap);
+  uint8_t* room = z.Room(cap);
+  if (room == nullptr) return Codec::kRaw;
+  const size_t len = z.Compress(codec, level, data, n, room, cap);
   if (len == 0) return Codec::kRaw;
-  out->resize(len);
+  out->assign(room, room + len);
   return codec;
 }
 
