@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
   // --store '' would quietly mean the default store.
   for (const auto& [opt, cmd] : {std::pair{app.get_option("--store"), &app},
                                  std::pair{publish->get_option("--name"), publish},
-                                 std::pair{publish->get_option("--name-prefix"), publish}}) {
+                                 std::pair{publish->get_option("--name-prefix"), publish},
+                                 std::pair{init->get_option("--compression"), init}}) {
     if ((cmd == &app || cmd->parsed()) && opt->count() > 0 && opt->as<std::string>().empty()) {
       std::cerr << "chunkstore: " << opt->get_name() << " needs a value, not an empty string (see 'chunkstore --help')\n";
       return kUsage;

@@ -26,17 +26,19 @@ class SparseWriter {
 
   // Writes n bytes at the current position; false with errno set on error.
   bool Write(const uint8_t* data, size_t n);
-  // Sets the file's length over a trailing hole; false with errno set.
+  // Sets the file's length over a trailing hole and leaves the file
+  // offset after the last byte; false with errno set.
   bool Finish();
 
  private:
   bool WritePlain(const uint8_t* data, size_t n);
+  bool WriteAt(const uint8_t* data, size_t n, uint64_t at);
 
   int fd_;
   bool sparse_ = false;
   size_t block_ = 4096;
-  uint64_t pos_ = 0;      // offset in the file of the next byte
-  uint64_t pending_ = 0;  // bytes of zeros skipped and not yet followed by data
+  uint64_t pos_ = 0;     // offset in the file of the next byte
+  bool holes_ = false;   // a block was skipped (the length may need setting)
 };
 
 // Whether every byte of data[0, n) is zero.

@@ -214,9 +214,15 @@ TEST_F(Cli, CatWritesZeroBlocksAsHoles) {
   ASSERT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "old" + want);
   // Through a pipe.
-  r = ExecArgv({"/bin/sh", "-c", std::string(CHUNKSTORE_CLI) + " --store " + store() + " cat " + id + " | cat"});
+  const std::string cat = std::string(CHUNKSTORE_CLI) + " --store " + store() + " cat " + id;
+  r = ExecArgv({"/bin/sh", "-c", cat + " | cat"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, want);
+  // Two commands into one redirect: the second goes on where the first
+  // ended (its trailing hole included), as a plain write would have.
+  r = ExecArgv({"/bin/sh", "-c", "{ " + cat + "; " + cat + "; } > " + dir_ / "twice"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Slurp(dir_ / "twice"), want + want);
 }
 
 // cat into a regular file reserves the blocks it is about to write
@@ -525,6 +531,8 @@ TEST_F(Cli, InitTakesACompressionThatStatsShows) {
     EXPECT_NE(r.err.find("--compression"), std::string::npos) << r.err;
     EXPECT_EQ(Cs({"stats"}).code, 3) << "a refused init created no store (" << bad << ")";
   }
+  Outcome empty = Cs({"init", "--compression", ""});
+  EXPECT_EQ(empty.code, 2) << "an empty value is a mistake, not the default: " << empty.err;
   Outcome both = Cs({"init", "--compression", "zstd", "--no-compression"});
   EXPECT_EQ(both.code, 2) << both.err;
   Outcome r = Cs({"init", "--compression", "zstd:7", "--json"});

@@ -18,12 +18,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Codec codec = data[2] & 1 ? Codec::kZstd : Codec::kZlib;
   const uint8_t* stored = data + 3;
   const size_t n = size - 3;
-  // Exactly raw_len bytes: ASan reports any write past them.
-  std::vector<uint8_t> out(raw_len);
+  // raw_len bytes and a guard after them: the system's libzstd and
+  // libdeflate are not instrumented, so a write past raw_len shows only as
+  // a changed guard byte.
+  constexpr size_t kGuard = 256;
+  std::vector<uint8_t> out(raw_len + kGuard, 0xa5);
   (void)Decompress(codec, stored, n, raw_len, out.data());
+  for (size_t i = raw_len; i < out.size(); ++i)
+    if (out[i] != 0xa5) std::abort();
   std::vector<uint8_t> packed, back;
-  const chunkstore::Compression with = codec == Codec::kZstd ? chunkstore::Compression::Zstd(1)
-                                                             : chunkstore::Compression::Zlib(1);
+  // The level from the input too (zstd 1-19, zlib 1-12).
+  const int level = 1 + (data[2] >> 1) % (codec == Codec::kZstd ? 19 : 12);
+  const chunkstore::Compression with = codec == Codec::kZstd ? chunkstore::Compression::Zstd(level)
+                                                             : chunkstore::Compression::Zlib(level);
   const Codec used = TryCompress(stored, n, &packed, {with, false});
   if (used != Codec::kRaw) {
     if (packed.size() + n / 16 > n) std::abort();  // kept only when it saves 1/16

@@ -64,5 +64,30 @@ TEST_P(GoldenStore, OpensVerifiesAndReadsEveryObject) {
   }
 }
 
+// An older store keeps writing what it was made with (zlib), whatever the
+// default for new stores has become.
+TEST_P(GoldenStore, KeepsWritingZlib) {
+  Options o;  // default compression: zstd
+  o.create_if_missing = false;
+  std::string text;
+  while (text.size() < 200000) text += "new text for an old store " + std::to_string(text.size()) + "\n";
+  {
+    auto s = Store::Open(dir_ / "s", o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_TRUE((*s)->compression() == Compression::Zlib(1)) << (*s)->compression().ToString();
+    auto r = (*s)->PublishBytes(text.data(), text.size(), "new/text");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_GT((*s)->Stat("new/text")->compressed_chunks, 0u);
+  }
+  // Every chunk record in the store is raw or zlib (codec 0 or 1).
+  EXPECT_EQ(testing::Sql(dir_ / "s", "SELECT count(*) FROM chunks WHERE codec > 1"), "0");
+  EXPECT_NE(testing::Sql(dir_ / "s", "SELECT count(*) FROM chunks WHERE codec = 1"), "0");
+  auto s = Store::Open(dir_ / "s", o);
+  ASSERT_TRUE(s.ok());
+  auto got = testing::ReadObject(**s, "new/text");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(std::string(got->begin(), got->end()), text);
+}
+
 }  // namespace
 }  // namespace chunkstore

@@ -35,7 +35,8 @@ size_t Budget(size_t raw) { return raw - raw / 16; }
 class ThreadCodecs {
  public:
   ~ThreadCodecs() {
-    if (deflater_) libdeflate_free_compressor(deflater_);
+    for (libdeflate_compressor* d : deflaters_)
+      if (d) libdeflate_free_compressor(d);
     if (inflater_) libdeflate_free_decompressor(inflater_);
     ZSTD_freeCCtx(zc_);
     ZSTD_freeDCtx(zd_);
@@ -45,13 +46,18 @@ class ThreadCodecs {
   // fit or the codec fails.
   size_t Compress(Codec codec, int level, const uint8_t* data, size_t n, uint8_t* out, size_t cap) {
     if (codec == Codec::kZlib) {
-      if (!deflater_ || deflater_level_ != level) {
-        if (deflater_) libdeflate_free_compressor(deflater_);
-        deflater_ = libdeflate_alloc_compressor(level);
-        deflater_level_ = deflater_ ? level : -1;
-        if (!deflater_) return 0;
+      // Two kept, for the samples' level and the chunk's, so a store above
+      // level 3 does not build a compressor (up to a megabyte) twice a chunk.
+      int slot = deflater_levels_[0] == level ? 0 : deflater_levels_[1] == level ? 1 : -1;
+      if (slot < 0) {
+        slot = next_slot_;
+        next_slot_ ^= 1;
+        if (deflaters_[slot]) libdeflate_free_compressor(deflaters_[slot]);
+        deflaters_[slot] = libdeflate_alloc_compressor(level);
+        deflater_levels_[slot] = deflaters_[slot] ? level : -1;
+        if (!deflaters_[slot]) return 0;
       }
-      return libdeflate_zlib_compress(deflater_, data, n, out, cap);
+      return libdeflate_zlib_compress(deflaters_[slot], data, n, out, cap);
     }
     if (codec == Codec::kZstd) {
       if (!zc_ && !(zc_ = ZSTD_createCCtx())) return 0;
@@ -68,6 +74,14 @@ class ThreadCodecs {
       room_size_ = room_ ? n : 0;
     }
     return room_.get();
+  }
+  // Long-lived threads (a caller's own) keep no more than a default-size
+  // chunk's room after an unusually large one.
+  void TrimRoom() {
+    if (room_size_ > kKeepRoom) {
+      room_.reset();
+      room_size_ = 0;
+    }
   }
 
   bool Inflate(Codec codec, const uint8_t* data, size_t n, uint8_t* out, size_t raw_len) {
@@ -88,8 +102,10 @@ class ThreadCodecs {
   }
 
  private:
-  libdeflate_compressor* deflater_ = nullptr;
-  int deflater_level_ = -1;
+  static constexpr size_t kKeepRoom = 4u << 20;
+  libdeflate_compressor* deflaters_[2] = {nullptr, nullptr};
+  int deflater_levels_[2] = {-1, -1};
+  int next_slot_ = 0;
   libdeflate_decompressor* inflater_ = nullptr;
   ZSTD_CCtx* zc_ = nullptr;
   ZSTD_DCtx* zd_ = nullptr;
@@ -161,9 +177,9 @@ Codec TryCompress(const uint8_t* data, size_t n, std::vector<uint8_t>* out, cons
   uint8_t* room = z.Room(cap);
   if (room == nullptr) return Codec::kRaw;
   const size_t len = z.Compress(codec, level, data, n, room, cap);
-  if (len == 0) return Codec::kRaw;
-  out->assign(room, room + len);
-  return codec;
+  if (len > 0) out->assign(room, room + len);
+  z.TrimRoom();
+  return len > 0 ? codec : Codec::kRaw;
 }
 
 Status Decompress(Codec codec, const uint8_t* data, size_t n, size_t raw_len, std::vector<uint8_t>* out) {

@@ -44,6 +44,9 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
   else if (head != kDirectoryHeader)
     return Status::InvalidArgument(where + " is not a chunkstore store's config");
   bool have_min = false, have_avg = false, have_max = false, have_check = false;
+  // Reported only once the check line has vouched for the text: a damaged
+  // line is damage, not a newer version's codec.
+  std::string unknown_compression;
   for (size_t pos = nl == std::string::npos ? text.size() : nl + 1; pos < text.size();) {
     const size_t end = text.find('\n', pos);
     const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
@@ -83,10 +86,8 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
       c.meta.chunking.level = static_cast<int>(n);
     } else if (k == "compression") {
       Result<Compression> parsed = Compression::Parse(v);
-      if (!parsed.ok())
-        return Status::Unsupported(where + ": unknown compression " + v.substr(0, 32) +
-                                   " (written by a newer chunkstore?)");
-      c.meta.compression = *parsed;
+      if (parsed.ok()) c.meta.compression = *parsed;
+      else unknown_compression = v.substr(0, 32);
     } else if (k == "inline_max") {
       CHUNKSTORE_RETURN_IF_ERROR(need_number());
       c.meta.inline_max = static_cast<uint32_t>(n);
@@ -112,6 +113,9 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
                                std::to_string(newest));
   if (c.id.empty()) return Status::Corruption(where + " has no store id");
   if (!have_check && (!c.bucket || c.format >= 2)) return Status::Corruption(where + " has no check line (damaged)");
+  if (!unknown_compression.empty())
+    return Status::Unsupported(where + ": unknown compression " + unknown_compression +
+                               " (written by a newer chunkstore?)");
   if (!have_min || !have_avg || !have_max) return Status::Corruption(where + " lacks the chunk sizes");
   CHUNKSTORE_RETURN_IF_ERROR(c.meta.chunking.Validate().WithContext(where));
   return c;

@@ -292,7 +292,7 @@ Status Index::LoadMeta() {
       Result<Compression> c = Compression::Parse(value);
       if (!c.ok()) {
         sqlite3_finalize(s);
-        return Status::Unsupported("the index names an unknown compression " + value.substr(0, 32));
+        return Status::Corruption("the index names an unknown compression " + value.substr(0, 32));
       }
       meta_.compression = *c;
     }
