@@ -283,6 +283,8 @@ def main():
         out = {
             "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
             "rounds": args.rounds,
+            "git_commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                                         capture_output=True, text=True).stdout.strip(),
             "datasets": provenance(args.cache, sets),
             "yardstick_mib_per_s": {d: stats(v) for d, v in yard.items()},
             "versions": {

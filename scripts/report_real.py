@@ -21,7 +21,8 @@ def real_section(real, rel_path):
         return ("Not measured yet: run `scripts/compare-real.sh`, which writes "
                 "`docs/measurements/real-DATE.json`, then `python3 scripts/report.py`.")
     rounds = f"{real['rounds']} round{'s' if real['rounds'] != 1 else ''}"
-    lines = [f"Measured {real['date']}, {rounds}, tools in rotating order; "
+    commit = f" at commit {real['git_commit']}" if real.get("git_commit") else ""
+    lines = [f"Measured {real['date']}{commit}, {rounds}, tools in rotating order; "
              f"{real['versions']['chunkstore']} ({real['versions']['chunkstore_compression']}), "
              f"{real['versions']['restic'].split(' compiled')[0]}, {real['versions']['borg']}, "
              f"{real['versions']['casync']}. Source: `{rel_path}`. Method: {real['notes']}.", ""]
