@@ -2,10 +2,10 @@
 // Sparse output: runs of zero bytes written to a regular file as holes.
 //
 // Disk images and many datasets are mostly zeros; writing them back block
-// for block allocates what the original never had. A SparseWriter skips
-// every whole file-system block of zeros (by moving the file offset) and
-// sets the file's length at the end, so the restored file has the same
-// bytes and about the blocks of its source. Output that is not a regular
+// for block allocates what the original never had. A SparseWriter writes
+// data at its offsets (pwrite), skips every whole file-system block of
+// zeros and sets the file's length at the end, so the restored file has the
+// same bytes and about the blocks of its source. Output that is not a regular
 // file written from its end (a pipe, a device, an append, the middle of an
 // existing file) is written byte for byte.
 #pragma once
@@ -24,7 +24,8 @@ class SparseWriter {
   // Whether holes are being made (a regular file, written from its end).
   bool sparse() const { return sparse_; }
 
-  // Writes n bytes at the current position; false with errno set on error.
+  // Writes the next n bytes of the output; false with errno set on error.
+  // Thread safety: one writer per descriptor, used by one thread.
   bool Write(const uint8_t* data, size_t n);
   // Sets the file's length over a trailing hole and leaves the file
   // offset after the last byte; false with errno set.
