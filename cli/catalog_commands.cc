@@ -81,6 +81,15 @@ int CmdLs(const Globals& g, const std::string& prefix, bool all) {
   for (const auto& o : unnamed)
     out += "-  " + HumanSize(o.size) + "  " + HumanTime(o.created) + "  " + Short(o.id) + "\n";
   Print(out);
+  // An empty listing of a store that does hold objects (published without
+  // a name) would read as an empty store: say where they are, on stderr so
+  // the listing itself stays as scripts expect.
+  if (names->empty() && !all && prefix.empty() && !g.quiet) {
+    auto u = store.ListUnnamed();
+    if (u.ok() && !u->empty())
+      std::cerr << "chunkstore: no names; " << u->size() << " object" << (u->size() == 1 ? "" : "s")
+                << " published without a name ('chunkstore ls --all' lists them)\n";
+  }
   return kOk;
 }
 

@@ -574,6 +574,23 @@ TEST_F(Cli, InitProfileSetsChunkSizesThatFlagsOverride) {
   EXPECT_EQ(ParseJson(r.out)["chunk_avg"].get<uint64_t>(), 1048576u);
 }
 
+// A store holding only objects published without a name lists nothing;
+// ls says on stderr where they are, and the listing stays empty.
+TEST_F(Cli, LsOfOnlyUnnamedObjectsSaysHowToSeeThem) {
+  ASSERT_EQ(Cs({"publish", Write("f", RandomBytes(5000, 3))}).code, 0);
+  Outcome r = Cs({"ls"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("1 object published without a name"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ls --all"), std::string::npos) << r.err;
+  EXPECT_EQ(Cs({"--quiet", "ls"}).err, "");
+  EXPECT_EQ(Cs({"ls", "--all"}).err, "");
+  ASSERT_EQ(Cs({"publish", "--name", "n", Write("g", RandomBytes(5000, 4))}).code, 0);
+  r = Cs({"ls"});
+  EXPECT_EQ(r.err, "") << "a store with names needs no hint";
+  EXPECT_NE(r.out.find("n  "), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, VersionNamesTheLibraries) {
   Outcome r = Exec({"--version"});
   EXPECT_EQ(r.code, 0);
