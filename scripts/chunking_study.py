@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_peers import ROOT, du  # noqa: E402
+from compare_peers import du, write_measurement  # noqa: E402
 from compare_real import datasets  # noqa: E402
 
 # (label, min, avg, max, level)
@@ -69,11 +69,7 @@ def main():
                "chunkstore": version[0], "compression": version[1],
                "versions": {d: [os.path.basename(p) for p in v] for d, v in sets.items()},
                "rows": rows}
-        path = os.path.join(ROOT, "docs", "measurements",
-                            f"chunking-{datetime.datetime.utcnow().strftime('%Y-%m-%d')}.json")
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-        print("chunking_study: wrote", path)
+        print("chunking_study: wrote", write_measurement("chunking", out))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -8,14 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/common.sh
-missing=()
-for p in restic borgbackup casync time xz-utils e2fsprogs; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_packages restic borgbackup casync time xz-utils e2fsprogs
 release_tools chunkstore
 python3 scripts/compare_real.py --chunkstore build-release/cli/chunkstore "$@"
 python3 scripts/report.py

@@ -172,6 +172,27 @@ class Casync(Tool):
         return run(["casync", "extract", f"--store={self.repo}/store", self.index, os.path.join(target, "out.bin")])
 
 
+def write_measurement(prefix, out):
+    """Writes out to docs/measurements/PREFIX-DATE.json (UTC date); returns
+    the path."""
+    date = datetime.datetime.utcnow().strftime("%Y-%m-%d")
+    path = os.path.join(ROOT, "docs", "measurements", f"{prefix}-{date}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    return path
+
+
+def tool_versions(chunkstore_exe):
+    """What each tool says of its version (chunkstore: its first line)."""
+    def out(cmd):
+        return subprocess.run(cmd, capture_output=True, text=True).stdout
+    return {"chunkstore": out([chunkstore_exe, "--version"]).split("\n")[0],
+            "restic": out(["restic", "version"]).strip(),
+            "borg": out(["borg", "--version"]).strip(),
+            "casync": out(["casync", "--version"]).split("\n")[0]}
+
+
 def stats(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "samples": values}
 
@@ -227,15 +248,10 @@ def main():
             "size_mib": mib,
             "yardstick_mib_per_s": statistics.median(yard),
             "yardstick_samples": yard,
-            "versions": {
-                "chunkstore": subprocess.run([Chunkstore.exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
-                "restic": subprocess.run(["restic", "version"], capture_output=True, text=True).stdout.strip(),
-                "borg": subprocess.run(["borg", "--version"], capture_output=True, text=True).stdout.strip(),
-                "casync": subprocess.run(["casync", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
-            },
+            "versions": tool_versions(Chunkstore.exe),
             "tools": {name: {k: stats(v) for k, v in r.items()} for name, r in results.items()},
             "notes": {
-                "chunkstore": "no encryption; zlib only where it saves 1/16 (none here); fdatasync of packs and "
+                "chunkstore": "no encryption; zstd (its default) only where it saves 1/16 (none here); fdatasync of packs and "
                               "SQLite FULL sync; chunking and hashing on 2 threads; restore = `cat REF > FILE` "
                               "(verifies every chunk; reserves the file's blocks before writing them; the output is not "
                               "fsynced, like the others')",
@@ -251,12 +267,7 @@ def main():
                           "written and deleted (the page cache then hands every tool just-freed pages)",
             },
         }
-        date = datetime.datetime.utcnow().strftime("%Y-%m-%d")
-        path = os.path.join(ROOT, "docs", "measurements", f"peers-{date}.json")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-        print("compare_peers: wrote", path)
+        print("compare_peers: wrote", write_measurement("peers", out))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -11,7 +11,6 @@ Writes docs/measurements/real-DATE.json (see scripts/report.py)."""
 import argparse
 import datetime
 import glob
-import json
 import os
 import random
 import shutil
@@ -22,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_peers import ENV, ROOT, du, recycle_pages  # noqa: E402
+from compare_peers import ENV, ROOT, du, recycle_pages, tool_versions, write_measurement  # noqa: E402
 
 KERNELS = ["6.1.190-1", "6.1.192-3"]  # linux-source-6.1 releases, older first
 LLVMS = ["libllvm14", "libllvm15", "libllvm16"]
@@ -287,14 +286,8 @@ def main():
                                          capture_output=True, text=True).stdout.strip(),
             "datasets": provenance(args.cache, sets),
             "yardstick_mib_per_s": {d: stats(v) for d, v in yard.items()},
-            "versions": {
-                "chunkstore": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
-                "chunkstore_compression": subprocess.run([exe, "--version"], capture_output=True,
-                                                         text=True).stdout.split("\n")[1],
-                "restic": subprocess.run(["restic", "version"], capture_output=True, text=True).stdout.strip(),
-                "borg": subprocess.run(["borg", "--version"], capture_output=True, text=True).stdout.strip(),
-                "casync": subprocess.run(["casync", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
-            },
+            "versions": dict(tool_versions(exe), chunkstore_compression=subprocess.run(
+                [exe, "--version"], capture_output=True, text=True).stdout.split("\n")[1]),
             "results": {d: {t: {k: (stats(v) if v and not isinstance(v[0], list) else v) for k, v in r.items() if v}
                             for t, r in tools.items()} for d, tools in results.items()},
             "notes": "defaults of every tool (chunkstore: its default compression; restic: zstd auto with "
@@ -303,11 +296,7 @@ def main():
                      "compared with cmp afterwards (untimed); stored and added bytes = the repository's file "
                      "sizes (du of apparent sizes); yardstick = openssl dgst -sha256 of the last version",
         }
-        date = datetime.datetime.utcnow().strftime("%Y-%m-%d")
-        path = os.path.join(ROOT, "docs", "measurements", f"real-{date}.json")
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-        print("compare_real: wrote", path)
+        print("compare_real: wrote", write_measurement("real", out))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -13,6 +13,20 @@ release_build() {
   cmake --build "$build" -j"$(nproc)" --target "$@" >/dev/null
 }
 
+# install_packages PKG...: installs the Debian packages not yet present
+# (the peers and tools a measuring script compares against).
+install_packages() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
 # release_tools TARGET...: what a measuring script starts with: the Debian
 # packages, then the targets built into build-release.
 release_tools() {
