@@ -10,6 +10,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_cli import cli_section  # noqa: E402
 from report_real import chunking_section, codecs_section, real_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -554,6 +555,8 @@ def main():
     real_path, codecs_path, chunking_path = newest("real-*.json"), newest("codecs-*.json"), newest("chunking-*.json")
     real, codecs, chunking = load(real_path), load(codecs_path), load(chunking_path)
     s3 = load(s3_path)
+    cli_path = newest("cli-*.json")
+    cli = load(cli_path)
     small, large, micro, peers = load(small_path), load(large_path), load(micro_path), load(peers_path)
     if peers:
         peers["_path"] = peers_path
@@ -597,7 +600,9 @@ messages come from it. What only a fresh process pays (start-up, faulting
 in buffers) does not show in a benchmark binary that runs everything in
 one warm process; `scripts/ab-cli.sh` times the two builds' CLI `publish`
 and `cat REF > FILE` as whole processes, alternating, as
-`scripts/compare-peers.sh` runs them. The timed region of each operation:
+`scripts/compare-peers.sh` runs them, and `scripts/measure-cli.sh` measures
+the command's own figures against H (the section "The command as people
+run it"). The timed region of each operation:
 
 {inside_list(small)}
 
@@ -618,6 +623,10 @@ ratio ranges use the samples' min–max.{clock_words(small, large)}
 {"## Results (large payload)" + chr(10) + chr(10) + results_table(large) if large else ""}
 
 {micro_lines}
+
+## The command as people run it
+
+{cli_section(cli, rel(cli_path) if cli_path else "")}
 
 ## Bucket stores on S3
 

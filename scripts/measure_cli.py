@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The measuring half of scripts/measure-cli.sh: the chunkstore command as
+people run it, one fresh process per operation, against the yardstick H
+(`openssl dgst -sha256` of the same file, a fresh process too) timed in
+the same round. Per round and size: H, `publish` of a payload already
+stored, a durable `publish` into a fresh store, `cat REF > /dev/null` and
+`cat REF > FILE`, in an order that rotates every round. Each operation's
+figure is H's time over its own (above 1: faster than hashing the file
+once on one core), taken per round and summarised as median, min-max.
+Two reference runs share the rounds: `dd ... conv=fsync` of the payload
+into a new file (how fast the disk takes those bytes durably) and `dd` of
+the payload into a new file without a sync, after the same page recycling
+as the restore (the kernel's cost of filling the page cache, which
+`cat > FILE` also pays).
+Peak RSS (VmHWM) and CPU time (user + system) of every command come from
+/usr/bin/time; CPU time over wall time says how many cores a command kept
+busy, which is how a CPU-bound command shows. Writes
+docs/measurements/cli-DATE.json (see scripts/report.py)."""
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from compare_peers import make_payload, recycle_pages, stats, write_measurement
+
+
+def timed(cmd, stdout=subprocess.DEVNULL):
+    """(seconds, peak RSS KiB, CPU seconds: user + system) of cmd as a
+    whole process."""
+    with tempfile.NamedTemporaryFile("r") as t:
+        os.sync()  # nothing earlier still being written back meanwhile
+        start = time.perf_counter()
+        subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%M %U %S"] + cmd, check=True, stdout=stdout,
+                       stderr=subprocess.DEVNULL)
+        secs = time.perf_counter() - start
+        rss, user, system = t.read().strip().splitlines()[-1].split()
+        return secs, int(rss), float(user) + float(system)
+
+
+def measure(exe, work, size_mib, rounds):
+    sub = os.path.join(work, f"{size_mib}m")
+    os.makedirs(sub)
+    big = make_payload(sub, size_mib, f"cli-{size_mib}")
+    store = os.path.join(sub, "store")
+    subprocess.run([exe, "--store", store, "-q", "init"], check=True)
+    ref = subprocess.run([exe, "--store", store, "publish", big], check=True, capture_output=True,
+                         text=True).stdout.split()[0]
+    target = os.path.join(sub, "out.bin")
+    fresh = os.path.join(sub, "fresh")
+
+    def publish_fresh():
+        subprocess.run([exe, "--store", fresh, "-q", "init"], check=True)  # untimed, like restic init
+        r = timed([exe, "--store", fresh, "publish", big])
+        shutil.rmtree(fresh)
+        return r
+
+    def cat_file():
+        recycle_pages(sub, size_mib)  # every restore starts from just-freed pages
+        with open(target, "wb") as out:
+            r = timed([exe, "--store", store, "cat", ref], stdout=out)
+        os.unlink(target)
+        return r
+
+    def dd(sync):
+        copy = os.path.join(sub, "dd.bin")
+        if not sync:
+            recycle_pages(sub, size_mib)
+        r = timed(["dd", f"if={big}", f"of={copy}", "bs=1M"] + (["conv=fsync"] if sync else []))
+        os.unlink(copy)
+        return r
+
+    ops = {
+        "H": lambda: timed(["openssl", "dgst", "-sha256", big]),
+        "ceiling-durable-write": lambda: dd(True),
+        "ceiling-page-cache-write": lambda: dd(False),
+        "publish-again": lambda: timed([exe, "--store", store, "publish", big]),
+        "publish-fresh": publish_fresh,
+        "cat-null": lambda: timed([exe, "--store", store, "cat", ref]),
+        "cat-file": cat_file,
+    }
+    names = list(ops)
+    secs = {n: [] for n in names}
+    rss = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    for rnd in range(rounds):
+        order = names[rnd % len(names):] + names[:rnd % len(names)]
+        for n in order:
+            s, m, c = ops[n]()
+            secs[n].append(s)
+            rss[n].append(m)
+            cpu[n].append(c)
+    shutil.rmtree(sub)
+    result = {"H_ms": stats([s * 1e3 for s in secs["H"]])}
+    for n in names[1:]:
+        result[n] = {"ms": stats([s * 1e3 for s in secs[n]]),
+                     "x_H": stats([h / s for h, s in zip(secs["H"], secs[n])]),
+                     "peak_rss_kib": stats(rss[n]),
+                     "cores_busy": stats([c / s for c, s in zip(cpu[n], secs[n])])}
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--sizes-mib", default="256,1024")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args()
+    exe = os.path.abspath(args.exe)
+    out = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": args.commit, "rounds": args.rounds,
+           "version": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
+           "nproc": os.cpu_count(), "sizes": {}}
+    for size in [int(s) for s in args.sizes_mib.split(",")]:
+        r = measure(exe, args.work, size, args.rounds)
+        out["sizes"][str(size)] = r
+        h = r["H_ms"]
+        print(f"{size} MiB, {args.rounds} rounds; H = {h['median']:.1f} ms ({h['min']:.1f}-{h['max']:.1f})")
+        for n, v in r.items():
+            if n == "H_ms":
+                continue
+            x, ms, m = v["x_H"], v["ms"], v["peak_rss_kib"]
+            print(f"  {n:14} {ms['median']:8.1f} ms  {x['median']:5.2f} x H ({x['min']:.2f}-{x['max']:.2f})"
+                  f"  peak RSS {m['median'] / 1024:.1f} MiB  cores busy {v['cores_busy']['median']:.2f}")
+    if not args.no_write:
+        print("wrote", write_measurement("cli", out))
+
+
+if __name__ == "__main__":
+    main()
