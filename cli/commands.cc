@@ -605,15 +605,32 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
     if (err == EPIPE) return kFailure;  // the reader went away: nothing to say
     return Fail(Status::IOError(std::string("cannot write output: ") + std::strerror(err)), kFailure);
   };
+  // A progress line on a terminal's stderr for reads over 8 MiB (as
+  // publish), unless the bytes themselves go to a terminal (the line
+  // would land among them).
+  const uint64_t total = remaining;
+  std::unique_ptr<Progress> progress;
+  const bool to_terminal = out_path.empty() || out_path == "-" ? ::isatty(STDOUT_FILENO) : ::isatty(out.fd());
+  if (!g.quiet && total > (8u << 20) && ::isatty(STDERR_FILENO) && !to_terminal)
+    progress = std::make_unique<Progress>(total);
   // Verified chunk bytes go to the output as they are, without a copy.
   while (remaining > 0) {
     auto view = r.ReadView(static_cast<size_t>(std::min<uint64_t>(remaining, SIZE_MAX)));
-    if (!view.ok()) return Fail(view.status());
+    if (!view.ok()) {
+      progress.reset();  // the message gets a line of its own
+      return Fail(view.status());
+    }
     const size_t n = view->size;
     if (n == 0) break;
-    if (!writer.Write(view->data, n)) return write_failed(errno);
+    if (!writer.Write(view->data, n)) {
+      const int err = errno;
+      progress.reset();
+      return write_failed(err);
+    }
     remaining -= n;
+    if (progress) progress->Update(total - remaining);
   }
+  progress.reset();  // the line is cleared before any message
   if (!writer.Finish()) return write_failed(errno);
   Status c = out.Commit();
   if (!c.ok()) return Fail(c, kFailure);

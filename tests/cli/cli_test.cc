@@ -266,6 +266,38 @@ TEST_F(Cli, CatToFile) {
     EXPECT_EQ(e.path().filename().string().find("null.chunkstore-tmp"), std::string::npos);
 }
 
+// script(1) runs a command on a pseudo-terminal and copies what the
+// command writes to it (stdout and stderr alike) to its own stdout.
+TEST_F(Cli, CatShowsProgressOnATerminalOnlyWhenTheBytesGoElsewhere) {
+  const auto data = RandomBytes(9 << 20, 21);
+  const std::string id = IdLine(Cs({"publish", Write("f", data)}).out);
+  const std::string cli = std::string("'") + CHUNKSTORE_CLI + "' --store '" + store() + "' ";
+  const std::string copy = dir_ / "copy";
+  Outcome r = ExecArgv({"/usr/bin/script", "-qec", cli + "cat " + id + " -o '" + copy + "'", "/dev/null"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("9.00 MiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/s"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.back(), '\r') << "the line is cleared at the end";
+  EXPECT_EQ(testing::ReadFile(copy), data);
+  // --quiet, a read of 8 MiB or less, and bytes that go to the terminal
+  // themselves: no line.
+  r = ExecArgv({"/usr/bin/script", "-qec", cli + "cat " + id + " --length 8388608 -o '" + copy + "'", "/dev/null"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  r = ExecArgv({"/usr/bin/script", "-qec", cli + "-q cat " + id + " -o '" + copy + "'", "/dev/null"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  const std::vector<uint8_t> hello = {'h', 'e', 'l', 'l', 'o'};
+  const std::string small = IdLine(Cs({"publish", Write("g", hello)}).out);
+  r = ExecArgv({"/usr/bin/script", "-qec", cli + "cat " + small, "/dev/null"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello");
+  // Not a terminal: stderr stays empty.
+  r = Cs({"cat", id, "-o", copy});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(Cli, DefaultStoreComesFromEnvironment) {
   setenv("CHUNKSTORE_DIR", (dir_ / "envstore").c_str(), 1);
   Outcome r = Exec({"publish", Write("f", RandomBytes(100, 1))});
