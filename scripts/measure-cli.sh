@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/common.sh
+install_packages time
 release_tools chunkstore
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/chunkstore-cli.XXXXXX")
 trap 'rm -rf "$work"' EXIT
