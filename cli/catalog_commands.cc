@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The catalog and maintenance subcommands: stat, ls, log, tag, rm, gc,
 // verify, stats and chunks.
+#include <cstdio>
 #include <iostream>
 
 #include "common.h"
@@ -22,11 +23,33 @@ void NameJson(Json& j, const chunkstore::NameEntry& e) {
 
 int CmdStat(const Globals& g, const std::string& ref) {
   OPEN_OR_FAIL(store, Access::kRead);
+  // A path inside a tree: the entry's own facts first (a symlink has no
+  // object to say more of).
+  auto entry = store.LookupPath(ref);
+  if (!entry.ok()) return Fail(entry.status());
+  const bool in_tree = !entry->name.empty();
+  if (entry->type == chunkstore::EntryType::kSymlink) {
+    if (g.json) {
+      Json j;
+      j.BeginObject().Key("path").Str(entry->name).Key("type").Str("symlink").Key("target").Str(entry->target);
+      j.Key("mtime_ns").Int(entry->mtime_ns).EndObject();
+      Print(j.str() + "\n");
+    } else {
+      Print("path:        " + Printable(entry->name) + "\ntype:        symlink\ntarget:      " +
+            Printable(entry->target) + "\nmtime:       " + HumanTime(entry->mtime_ns / 1000000000) + "\n");
+    }
+    return kOk;
+  }
   auto info = store.Stat(ref);
   if (!info.ok()) return Fail(info.status());
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", entry->mode);
   if (g.json) {
     Json j;
     j.BeginObject().Key("id").Str(info->id).Key("size").Num(info->size).Key("chunks").Num(info->chunks);
+    j.Key("tree").Bool(info->tree);
+    if (in_tree) j.Key("path").Str(entry->name);
+    if (in_tree || info->tree) j.Key("mode").Str(mode).Key("mtime_ns").Int(entry->mtime_ns);
     j.Key("stored_bytes").Num(info->stored_bytes).Key("compressed_chunks").Num(info->compressed_chunks);
     j.Key("inline").Bool(info->stored_inline);
     j.Key("created").Str(IsoTime(info->created)).Key("pinned").Bool(info->pinned);
@@ -38,7 +61,12 @@ int CmdStat(const Globals& g, const std::string& ref) {
   }
   std::string names;
   for (const auto& n : info->names) names += (names.empty() ? "" : ", ") + n;
-  Print("id:          " + info->id + "\nsize:        " + HumanSize(info->size) + " (" +
+  std::string head;
+  if (in_tree) head += "path:        " + Printable(entry->name) + "\n";
+  if (in_tree || info->tree)
+    head += std::string("type:        ") + (info->tree ? "directory (a tree)" : "file") + "\nmode:        " + mode +
+            "\nmtime:       " + HumanTime(entry->mtime_ns / 1000000000) + "\n";
+  Print(head + "id:          " + info->id + "\nsize:        " + HumanSize(info->size) + " (" +
         std::to_string(info->size) + " bytes)\nchunks:      " + std::to_string(info->chunks) +
         "\nstored:      " + HumanSize(info->stored_bytes) + " (" + std::to_string(info->stored_bytes) +
         (info->stored_inline ? " bytes, inline in the index)" : " bytes, distinct chunks with headers)") +
@@ -50,8 +78,16 @@ int CmdStat(const Globals& g, const std::string& ref) {
   return kOk;
 }
 
-int CmdLs(const Globals& g, const std::string& prefix, bool all) {
+int CmdLs(const Globals& g, const std::string& prefix, bool all, bool recursive) {
   OPEN_OR_FAIL(store, Access::kRead);
+  // A ref to a tree (or REF:PATH of a directory in one) lists the tree;
+  // anything else is a name prefix.
+  if (!prefix.empty() && !all) {
+    auto what = store.LookupPath(prefix);
+    if (what.ok() && what->type == chunkstore::EntryType::kDirectory) return ListTree(g, store, prefix, recursive);
+    if (!what.ok() && what.status().IsCorruption()) return Fail(what.status());
+  }
+  if (recursive) return Fail(Status::InvalidArgument("--recursive lists a tree: " + prefix + " names none"), kUsage);
   auto names = store.List(prefix);
   if (!names.ok()) return Fail(names.status());
   std::vector<chunkstore::ObjectInfo> unnamed;

@@ -21,7 +21,8 @@
 #include <iostream>
 
 #include "common.h"
-#include "sparse_output.h"
+#include "terminal.h"
+#include "backend/sparse_file.h"
 
 namespace cli {
 
@@ -207,73 +208,6 @@ class OutputFile {
   bool special_ = false;
 };
 
-// A one-line progress bar on a terminal's stderr.
-class Progress {
- public:
-  Progress(uint64_t total) : total_(total), start_(Clock::now()) {}
-  void Update(uint64_t done) {
-    const auto now = Clock::now();
-    if (now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-    std::string line(1, '\r');
-    if (total_) {
-      const int width = 24;
-      const int fill = static_cast<int>(std::min<uint64_t>(done, total_) * width / total_);
-      line.append(1, '[').append(fill, '#').append(width - fill, '.').append("] ");
-      line.append(HumanSize(done)).append(" / ").append(HumanSize(total_));
-    } else {
-      line.append(HumanSize(done));
-    }
-    line += "  " + HumanSize(static_cast<uint64_t>(rate)) + "/s";
-    if (total_ && rate > 0 && done < total_)
-      line += "  ETA " + std::to_string(static_cast<int>((total_ - done) / rate) + 1) + "s";
-    std::fprintf(stderr, "%-78s", line.c_str());
-    shown_ = true;
-  }
-  ~Progress() {
-    if (shown_) std::fprintf(stderr, "\r%78s\r", "");
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  uint64_t total_;
-  Clock::time_point start_, last_{};
-  bool shown_ = false;
-};
-
-// Set by SIGINT, SIGTERM or SIGHUP during a publish: the batch stops at
-// its next read and is dropped, pack bytes and all. A second signal ends
-// the process at once.
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void OnInterrupt(int sig) {
-  if (g_interrupted.exchange(true)) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
-  }
-}
-
-// Installs OnInterrupt for the life of a publish; without SA_RESTART, so a
-// read of stdin waiting for input returns EINTR.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = OnInterrupt;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~InterruptGuard() {
-    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-  }
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-};
-
 // Standard input straight from its descriptor: a read error (EIO, or
 // EISDIR when stdin is a directory) fails the publish instead of ending
 // the input early, as an istream would.
@@ -289,6 +223,7 @@ Result<size_t> ReadStdin(void* buf, size_t n) {
 struct Input {
   std::string path;  // "-" for stdin
   std::string name;
+  bool tree = false;  // a directory, published as a tree
 };
 
 }  // namespace
@@ -429,10 +364,11 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
   std::vector<Input> inputs;
   // The total size only sizes the progress bar; without one, skip a stat
   // per file (thousands of small files).
-  const bool may_show_progress = !g.quiet && ::isatty(STDERR_FILENO);
+  const bool may_show_progress = ShowProgress(g.quiet);
   uint64_t total = 0;
-  // What a directory walk passes over: symlinks (never followed out of the
-  // tree) and FIFOs, sockets and devices (never opened as files).
+  // What a walk passes over: with --name-prefix, symlinks (never followed
+  // out of the tree); always FIFOs, sockets and devices (never opened as
+  // files).
   struct Skipped {
     std::string path, kind;
   };
@@ -440,9 +376,12 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
   for (const std::string& in : a.inputs) {
     std::error_code ec;
     if (in != "-" && fs::is_directory(in, ec)) {
+      if (a.name_prefix.empty()) {
+        inputs.push_back({in, a.name, true});
+        continue;
+      }
       if (!a.name.empty())
-        return Fail(Status::InvalidArgument("--name names one file; name a directory's files with --name-prefix"),
-                    kUsage);
+        return Fail(Status::InvalidArgument("--name and --name-prefix cannot both be given"), kUsage);
       std::vector<std::string> files;
       fs::recursive_directory_iterator it(in, ec), end;
       if (ec) return Fail(Status::IOError("cannot read directory " + in + ": " + ec.message()), kFailure);
@@ -463,10 +402,8 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
       if (files.empty())
         return Fail(Status::InvalidArgument(in + " has no regular files to publish"), kFailure);
       for (const std::string& f : files) {
-        std::string name;
-        if (!a.name_prefix.empty())
-          name = a.name_prefix + (a.name_prefix.back() == '/' ? "" : "/") +
-                 fs::path(f).lexically_relative(in).generic_string();
+        const std::string name = a.name_prefix + (a.name_prefix.back() == '/' ? "" : "/") +
+                                 fs::path(f).lexically_relative(in).generic_string();
         inputs.push_back({f, name});
         if (may_show_progress) total += fs::file_size(f, ec);
       }
@@ -475,12 +412,8 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
     if (in != "-" && may_show_progress) total += fs::file_size(in, ec);
     inputs.push_back({in, a.name});
   }
-  std::sort(skipped.begin(), skipped.end(), [](const Skipped& x, const Skipped& y) { return x.path < y.path; });
-  if (!g.quiet)
-    for (const Skipped& s : skipped)
-      std::cerr << "chunkstore: skipped " << s.kind << " " << Printable(s.path) << " (only regular files are published)\n";
   if (!a.name.empty() && inputs.size() != 1)
-    return Fail(Status::InvalidArgument("--name needs exactly one input file"), kUsage);
+    return Fail(Status::InvalidArgument("--name needs exactly one input file or directory"), kUsage);
   for (const Input& in : inputs) {
     if (in.name.empty()) continue;
     Status v = chunkstore::ValidateName(in.name);
@@ -509,28 +442,50 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
     return 130;
   };
   std::unique_ptr<Progress> progress;
-  const bool has_stdin = std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return i.path == "-"; });
-  if (may_show_progress && (total > (8u << 20) || has_stdin)) {
-    progress = std::make_unique<Progress>(has_stdin ? 0 : total);
+  const bool unknown_total = std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return i.path == "-" || i.tree; });
+  if (may_show_progress && (total > (8u << 20) || unknown_total)) {
+    progress = std::make_unique<Progress>(unknown_total ? 0 : total);
     batch->SetProgress([p = progress.get()](uint64_t done) { p->Update(done); });
   }
   std::vector<std::string> paths;
   for (const Input& in : inputs)
-    if (in.path != "-") paths.push_back(in.path);
+    if (in.path != "-" && !in.tree) paths.push_back(in.path);
   batch->Prefetch(std::move(paths));
-  for (const Input& in : inputs) {
-    auto r = in.path == "-" ? batch->AddPull(ReadStdin, in.name) : batch->AddFile(in.path, in.name);
-    if (!r.ok()) {
+  std::vector<std::optional<chunkstore::TreePublishResult>> trees(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Input& in = inputs[i];
+    Status failed;
+    if (in.tree) {
+      chunkstore::TreePublishOptions o;
+      o.force_hash = a.force_hash;
+      o.skipped = [&](const std::string& path, const std::string& why) { skipped.push_back({path, why}); };
+      auto r = batch->AddTree(in.path, in.name, o);
+      if (r.ok()) trees[i] = std::move(*r);
+      else failed = r.status();
+    } else {
+      auto r = in.path == "-" ? batch->AddPull(ReadStdin, in.name) : batch->AddFile(in.path, in.name);
+      if (!r.ok()) failed = r.status();
+    }
+    if (!failed.ok()) {
       progress.reset();
       if (g_interrupted.load()) return interrupted();
       // Problems with an input are failures (1); damaged store data is 4.
-      return Fail(r.status(), r.status().IsCorruption() ? kIntegrity : kFailure);
+      return Fail(failed, failed.IsCorruption() ? kIntegrity : failed.IsInvalidArgument() && in.tree ? kUsage : kFailure);
     }
   }
   auto done = batch->Commit();
   progress.reset();
   if (!done.ok() && g_interrupted.load()) return interrupted();
   if (!done.ok()) return Fail(done.status(), kFailure);
+  std::sort(skipped.begin(), skipped.end(), [](const Skipped& x, const Skipped& y) { return x.path < y.path; });
+  if (!g.quiet)
+    for (const Skipped& s : skipped)
+      std::cerr << "chunkstore: skipped " << s.kind << " " << Printable(s.path)
+                << (s.kind == "symlink" ? " (only regular files are published with --name-prefix)"
+                    : s.kind == "vanished" ? " (removed while it was read)"
+                    : s.kind == "the store itself" ? ""
+                                           : " (only files, directories and symlinks are published)")
+                << "\n";
   if (g.json) {
     Json j;
     j.BeginObject().Key("published").BeginArray();
@@ -538,6 +493,12 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
       const auto& r = (*done)[i];
       j.BeginObject().Key("id").Str(r.id).Key("input").Str(inputs[i].path).Key("size").Num(r.size);
       j.Key("new_bytes").Num(r.new_bytes).Key("chunks").Num(r.chunks).Key("reused_chunks").Num(r.reused_chunks);
+      if (trees[i]) {
+        const auto& t = *trees[i];
+        j.Key("tree").Bool(true).Key("files").Num(t.files).Key("directories").Num(t.directories);
+        j.Key("symlinks").Num(t.symlinks).Key("bytes").Num(t.bytes).Key("files_read").Num(t.files_read);
+        j.Key("files_cached").Num(t.files_cached);
+      }
       if (!r.name.empty()) j.Key("name").Str(r.name).Key("version").Int(r.version);
       j.EndObject();
     }
@@ -599,7 +560,7 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
   }
   // Zero blocks become holes in a regular file; a file written in full
   // gets its blocks reserved up front instead.
-  SparseWriter writer(out.fd(), !no_sparse && !out.special());
+  chunkstore::internal::SparseWriter writer(out.fd(), !no_sparse && !out.special());
   if (!out.special() && !writer.sparse()) ReserveOutput(out.fd(), remaining);
   auto write_failed = [](int err) -> int {
     if (err == EPIPE) return kFailure;  // the reader went away: nothing to say

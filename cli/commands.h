@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chunkstore/chunker.h"
+#include "chunkstore/store.h"
 
 namespace cli {
 
@@ -21,6 +22,14 @@ struct PublishArgs {
   std::vector<std::string> inputs;
   std::string name;
   std::string name_prefix;
+  bool force_hash = false;
+};
+
+struct RestoreArgs {
+  std::string ref, dest;
+  bool delete_extra = false;
+  bool verify_existing = false;
+  bool no_sparse = false;
 };
 
 int CmdInit(const Globals& g, const chunkstore::ChunkerParams& params, const std::string& compression,
@@ -30,7 +39,11 @@ int CmdPublish(const Globals& g, const PublishArgs& a);
 int CmdCat(const Globals& g, const std::string& ref, const std::string& offset,
            const std::string& length, const std::string& out_path, bool no_sparse);
 int CmdStat(const Globals& g, const std::string& ref);
-int CmdLs(const Globals& g, const std::string& prefix, bool all);
+int CmdLs(const Globals& g, const std::string& prefix, bool all, bool recursive);
+int CmdRestore(const Globals& g, const RestoreArgs& a);
+int CmdDiff(const Globals& g, const std::string& from, const std::string& to);
+// A tree's entries (recursive: everything below it), for ls of a tree.
+int ListTree(const Globals& g, chunkstore::Store& store, const std::string& ref, bool recursive);
 int CmdLog(const Globals& g, const std::string& name);
 int CmdTag(const Globals& g, const std::string& ref, const std::string& name);
 int CmdRm(const Globals& g, const std::vector<std::string>& names, const std::string& object);

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   using namespace cli;
   CLI::App app{
       "chunkstore: a content-addressed, chunked object store.\n\n"
-      "REF: sha256:<hex>, a unique id prefix of 8+ hex digits, NAME, NAME@N or NAME@latest.\n"
+      "REF: sha256:<hex>, a unique id prefix of 8+ hex digits, NAME, NAME@N or NAME@latest;\n"
+      "REF:PATH is a path inside the tree REF names.\n"
       "Store: --store, else $CHUNKSTORE_DIR, else $XDG_DATA_HOME/chunkstore\n"
       "(~/.local/share/chunkstore). s3://BUCKET/PREFIX keeps the store in S3 (settings\n"
       "from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).\n"
@@ -70,12 +71,15 @@ int main(int argc, char** argv) {
 
   PublishArgs pub;
   auto* publish = app.add_subcommand("publish", "Store files, directories or stdin (-); print ids");
-  publish->footer("\nExamples:\n  chunkstore publish model.bin --name weights/llama\n  chunkstore publish ./dataset --name-prefix data/v2\n  tar c src | chunkstore publish - --name src.tar\n");
-  publish->add_option("inputs", pub.inputs, "Files, directories (every file below), or -")
+  publish->footer("\nExamples:\n  chunkstore publish model.bin --name weights/llama\n  chunkstore publish ./dataset --name data/v2\n  tar c src | chunkstore publish - --name src.tar\n");
+  publish->add_option("inputs", pub.inputs, "Files, directories (each as one tree), or -")
       ->required()->option_text("PATH...");
   publish->add_option("--name", pub.name, "Catalog name for the single input")->option_text("NAME");
-  publish->add_option("--name-prefix", pub.name_prefix, "Name directory files P/relative/path")
+  publish->add_option("--name-prefix", pub.name_prefix,
+                       "Publish a directory's files one by one, named P/relative/path (no tree)")
       ->option_text("P");
+  publish->add_flag("--force-hash", pub.force_hash,
+                    "Read every file, even those unchanged since the last publish");
 
   std::string ref, out_path, offset, length;
   auto* cat = app.add_subcommand("cat", "Write an object's verified bytes");
@@ -87,16 +91,35 @@ int main(int argc, char** argv) {
   bool no_sparse = false;
   cat->add_flag("--no-sparse", no_sparse, "Write zero blocks to a file as data, not as holes");
 
+  RestoreArgs rest;
+  auto* restore = app.add_subcommand("restore", "Recreate a tree as a directory (or an object as a file)");
+  restore->footer("\nExamples:\n  chunkstore restore data/v2 ./dataset\n  chunkstore restore data/v2 ./dataset --delete\n  chunkstore restore data/v2:images/cat.jpg cat.jpg\n");
+  restore->add_option("ref", rest.ref, "Tree, REF:PATH inside one, or object")->required()->option_text("REF");
+  restore->add_option("dest", rest.dest, "Directory (or file) to write")->required()->option_text("DEST");
+  restore->add_flag("--delete", rest.delete_extra, "Remove what DEST holds that the tree does not");
+  restore->add_flag("--verify-existing", rest.verify_existing,
+                    "Compare the content of files whose size and mtime already match");
+  restore->add_flag("--no-sparse", rest.no_sparse, "Write zero blocks as data, not as holes");
+
+  std::string from, to;
+  auto* diff = app.add_subcommand("diff", "List what changed between two trees");
+  diff->footer("\nExamples:\n  chunkstore diff data/v2@1 data/v2\n  chunkstore --json diff sha256:2f7c1b9e site\n");
+  diff->add_option("from", from, "Tree before")->required()->option_text("REF");
+  diff->add_option("to", to, "Tree after")->required()->option_text("REF");
+
   auto* stat = app.add_subcommand("stat", "Show an object's size, chunks, storage and names");
   stat->footer("\nExamples:\n  chunkstore stat weights/llama\n  chunkstore --json stat sha256:2f7c1b9e\n");
   stat->add_option("ref", ref, "Object")->required()->option_text("REF");
 
   std::string prefix;
   bool all = false;
-  auto* ls = app.add_subcommand("ls", "List names (latest versions) with size, time and id");
-  ls->footer("\nExamples:\n  chunkstore ls\n  chunkstore ls weights/\n  chunkstore ls --all\n");
-  ls->add_option("prefix", prefix, "Only names starting with PREFIX")->option_text("PREFIX");
+  bool recursive = false;
+  auto* ls = app.add_subcommand("ls", "List names (latest versions), or a tree's entries");
+  ls->footer("\nExamples:\n  chunkstore ls\n  chunkstore ls weights/\n  chunkstore ls --all\n  chunkstore ls -R data/v2:images\n");
+  ls->add_option("prefix", prefix, "Only names starting with PREFIX; a tree (REF, REF:PATH) lists it")
+      ->option_text("PREFIX|REF");
   ls->add_flag("-a,--all", all, "Also list objects that no name points at");
+  ls->add_flag("-R,--recursive", recursive, "List everything below a tree");
 
   std::string name;
   auto* log = app.add_subcommand("log", "Show every version of a name, newest first");
@@ -212,7 +235,9 @@ int main(int argc, char** argv) {
     if (*publish) return CmdPublish(g, pub);
     if (*cat) return CmdCat(g, ref, offset, length, out_path, no_sparse);
     if (*stat) return CmdStat(g, ref);
-    if (*ls) return CmdLs(g, prefix, all);
+    if (*ls) return CmdLs(g, prefix, all, recursive);
+    if (*restore) return CmdRestore(g, rest);
+    if (*diff) return CmdDiff(g, from, to);
     if (*log) return CmdLog(g, name);
     if (*tag) return CmdTag(g, ref, name);
     if (*rm) return CmdRm(g, names, object);

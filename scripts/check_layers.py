@@ -20,6 +20,7 @@ RANKS = {
     "write": 6, "read": 6,
     "maintain": 7,
     "store": 8,
+    "tree": 9,
 }
 
 def main():

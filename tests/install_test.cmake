@@ -29,7 +29,7 @@ endif()
 # Only the public headers are installed.
 file(GLOB_RECURSE headers RELATIVE ${WORK}/prefix/include ${WORK}/prefix/include/*)
 foreach(h ${headers})
-  if(NOT h MATCHES "^chunkstore/(status|options|chunker|compression|env|store|object_stream|version|blob_store)\\.h$")
+  if(NOT h MATCHES "^chunkstore/(status|options|chunker|compression|env|store|tree|object_stream|version|blob_store)\\.h$")
     message(FATAL_ERROR "unexpected installed header ${h}")
   endif()
 endforeach()

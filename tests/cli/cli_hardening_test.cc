@@ -50,10 +50,11 @@ TEST_F(Cli, EmptyOptionValuesAreUsageErrors) {
   EXPECT_EQ(r.code, 2);
   // None of them created a store.
   EXPECT_FALSE(fs::exists(store()));
-  // --name has no meaning for a directory's files: said, not ignored.
+  // --name names a directory's tree; with --name-prefix (a name per
+  // file) it has no meaning: said, not ignored.
   fs::create_directories(dir_ / "tree");
   Write("tree/a", RandomBytes(10, 2));
-  r = Cs({"publish", "--name", "x", dir_ / "tree"});
+  r = Cs({"publish", "--name", "x", "--name-prefix", "p", dir_ / "tree"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--name-prefix"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(store()));

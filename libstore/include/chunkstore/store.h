@@ -32,6 +32,7 @@
 
 #include "chunkstore/options.h"
 #include "chunkstore/status.h"
+#include "chunkstore/tree.h"
 
 namespace chunkstore {
 
@@ -62,6 +63,7 @@ struct ObjectInfo {
   uint64_t compressed_chunks = 0;   // distinct chunks stored compressed
   int64_t created = 0;              // unix seconds of the first publish
   bool pinned = false;              // published without a name: kept until removed
+  bool tree = false;                // a tree object: a directory (chunkstore/tree.h)
   std::vector<std::string> names;   // names whose latest version is this object
 };
 
@@ -109,6 +111,8 @@ struct VerifyProblem {
   std::string kind;       // "corrupt-chunk", "missing-chunk", "bad-manifest", "bad-inline",
                           // "missing-pack", "short-pack", "bad-pack-header",
                           // "dangling-name" (a name version whose object is gone),
+                          // "bad-tree" (a tree's content is not the tree its change recorded),
+                          // "dangling-tree-entry" (a tree names an object that is gone),
                           // "orphan-pack" (a warning only)
   std::string object_id;  // may be empty
   std::string chunk_id;   // may be empty
@@ -262,7 +266,13 @@ class Store {
 
   // Resolves a ref to "sha256:<hex>". Refs: "sha256:<64 hex>", a unique hex
   // prefix of >= 8 digits (with or without "sha256:"), a name, NAME@N
-  // (N-th version, 1 = first) or NAME@latest.
+  // (N-th version, 1 = first) or NAME@latest. A name may hold '@': NAME@N
+  // and NAME@latest are versions only when what follows the last '@' is
+  // digits or "latest" (a name that ends in "@5" is written "NAME@5@latest").
+  // REF:PATH names what sits at PATH inside the tree REF names (a file's
+  // object, or a directory's tree): it is taken as such when REF:PATH is
+  // not itself a ref and REF, cut at the first ':' that makes it one,
+  // names a tree. Every call below that takes a ref takes REF:PATH too.
   Result<std::string> Resolve(const std::string& ref);
   // Opens a verified reader. Checks the manifest (lengths sum to the size;
   // every chunk is indexed) before returning; an inline object's content
@@ -282,7 +292,8 @@ class Store {
   Result<ObjectInfo> Stat(const std::string& ref);
   // The latest version of every name starting with prefix, sorted by name.
   Result<std::vector<NameEntry>> List(const std::string& prefix = {});
-  // Objects no name points at, oldest first (for `ls --all`).
+  // Objects no name points at, oldest first (for `ls --all`), but for the
+  // files and subtrees of trees (unless also published on their own).
   Result<std::vector<ObjectInfo>> ListUnnamed();
   // Every version of a name, newest first. NotFound if the name is unknown.
   Result<std::vector<NameEntry>> History(const std::string& name);
@@ -298,6 +309,48 @@ class Store {
   // Forgets an object and every name version that points at it; its chunks
   // become garbage unless other objects share them.
   Status RemoveObject(const std::string& ref);
+
+  // ---- trees (chunkstore/tree.h) ------------------------------------------
+  // Publishes the directory dir as a tree: every regular file as an object
+  // (deduplicated as any publish is), every directory as a tree object,
+  // symlinks as they are (never followed); sockets, FIFOs, devices and the
+  // store's own directory are skipped (options.skipped hears of each). All
+  // of it is one change: visible at once, or not at all. The root tree is
+  // named name (a new version), or pinned when name is empty; what it
+  // holds lives as long as it does. A file unchanged since this store
+  // last published it (the stat cache) is not read again unless
+  // options.force_hash. InvalidArgument if dir is not a directory; IOError
+  // naming the path for anything below it that cannot be read.
+  Result<TreePublishResult> PublishTree(const std::string& dir, const std::string& name = {},
+                                        const TreePublishOptions& options = {});
+  // The directory a ref names (a tree, or REF:PATH of a directory in one),
+  // read whole and checked against its id. InvalidArgument if the ref
+  // names something other than a tree; Corruption if the tree is damaged.
+  Result<Tree> OpenTree(const std::string& ref);
+  // What a ref names, as a tree entry: for REF:PATH the entry at PATH (a
+  // directory with its tree's mode and mtime); for a tree its root (type
+  // directory, empty name); for any other object a file (mode and mtime 0).
+  Result<TreeEntry> LookupPath(const std::string& ref);
+  // Calls fn for every entry below the tree ref names, depth first in name
+  // order, a directory before what it holds, each named by its path from
+  // the tree's root. An error from fn stops the walk and is returned.
+  Status WalkTree(const std::string& ref, const std::function<Status(const TreeEntry&)>& fn);
+  // Recreates what ref names at dest: a tree as a directory (created if
+  // missing) with its files, permission bits, mtimes, symlinks and empty
+  // directories; any other object (or REF:PATH of a file) as a file. Every
+  // byte written is verified first. An existing dest is brought up to
+  // date: entries already as the tree has them are left alone, others are
+  // replaced (a file through a temporary file and a rename, so it is
+  // never seen half written), and with options.delete_extra what the tree
+  // lacks is removed. Nothing is ever written outside dest: names come
+  // from a checked tree, and no symlink is followed below dest, whether
+  // the restore made it or found it there. Not thread safe with other
+  // writers of dest.
+  Result<RestoreReport> Restore(const std::string& ref, const std::string& dest, const RestoreOptions& options = {});
+  // What changed from one tree to another, in path order: entries added,
+  // removed, modified, of another type, or with other metadata only.
+  // Subtrees with equal ids are not read.
+  Result<std::vector<TreeChange>> DiffTrees(const std::string& from, const std::string& to);
 
   // Reclaims the space of chunks no live object needs. Safe against crashes
   // at any point and against readers and publishers in other processes; one
@@ -380,6 +433,11 @@ class Batch {
   // under way finishes. Destroying the failed batch drops the pack bytes
   // it wrote. cancelled must outlive the batch (nullptr: never).
   void SetCancel(const std::atomic<bool>* cancelled);
+  // A directory as a tree, as Store::PublishTree does, within the batch.
+  // The result's version is filled in by Commit (in the PublishResult
+  // Commit returns for it).
+  Result<TreePublishResult> AddTree(const std::string& dir, const std::string& name = {},
+                                    const TreePublishOptions& options = {});
   // Makes every added object visible at once, durably. After Commit (or a
   // failed Add), the batch accepts nothing more.
   Result<std::vector<PublishResult>> Commit();
@@ -396,8 +454,8 @@ class Batch {
 // parameters and hashes each, without any store.
 Result<std::vector<ChunkInfo>> ChunkFile(const std::string& path, const ChunkerParams& params);
 
-// Validates a catalog name: 1 to 1024 bytes of UTF-8, no control characters,
-// no '@' (it separates versions in refs).
+// Validates a catalog name: 1 to 1024 bytes of UTF-8, no control
+// characters. ('@' is allowed; see Store::Resolve for how refs read it.)
 Status ValidateName(const std::string& name);
 
 }  // namespace chunkstore

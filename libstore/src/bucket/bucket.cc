@@ -125,7 +125,7 @@ Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, 
     if (!create) return Status::NotFound("no store at " + blobs->Describe());
     StoreConfig c;
     c.bucket = true;
-    c.format = kBucketFormat;
+    c.format = kBucketCreateFormat;
     c.id = RandomHex(16);
     c.meta = wanted;
     if (!secret.empty()) c.secret_check = SecretCheck(secret);
@@ -153,6 +153,27 @@ Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, 
   *meta = c->meta;
   *store_id = c->id;
   return Status::OK();
+}
+
+Status RaiseBucketFormat(BlobStore* blobs, const std::string& secret) {
+  Result<std::string> text = blobs->Get(kConfigKey);
+  if (!text.ok()) return text.status();
+  Result<StoreConfig> c = DecodeConfig(*text, blobs->Describe() + "/config");
+  if (!c.ok()) return c.status();
+  if (c->format >= kBucketFormat) return Status::OK();
+  if (!c->secret_check.empty()) {
+    // Only a holder of the secret writes to a signed store, and only over
+    // a config that is still the store's own.
+    if (secret.empty() || c->secret_check != SecretCheck(secret))
+      return Status::PermissionDenied("only a holder of the secret of " + blobs->Describe() + " can change it");
+    const size_t at = text->rfind("hmac ");
+    if (at == std::string::npos || at == 0 || text->compare(at + 5, 64, HmacSha256(secret, text->data(), at).Hex()) != 0)
+      return Status::Corruption(blobs->Describe() + "/config fails its HMAC under the store's secret");
+  }
+  c->format = kBucketFormat;
+  std::string body = EncodeConfig(*c);
+  if (!c->secret_check.empty()) body += "hmac " + HmacSha256(secret, body.data(), body.size()).Hex() + "\n";
+  return blobs->Put(kConfigKey, body.data(), body.size());
 }
 
 // ---- the log -------------------------------------------------------------
@@ -394,6 +415,7 @@ Status BucketLog::CatchUp() {
 
 Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   if (made) *made = false;
+  CHUNKSTORE_RETURN_IF_ERROR(RaiseFormatFor(change));
   // No refresh of this process may list the new key and apply it between
   // the PUT and the application below.
   std::unique_lock<std::mutex> refresh(refresh_mu_);

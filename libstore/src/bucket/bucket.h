@@ -84,6 +84,11 @@ class BucketLock {
 Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, const std::string& secret,
                         StoreMeta* meta, std::string* store_id, bool* signed_store);
 
+// Rewrites the config blob of a bucket store of an older format with the
+// current one (config.h), keeping everything else; a signed store's needs
+// its secret. A no-op when it is current already.
+Status RaiseBucketFormat(BlobStore* blobs, const std::string& secret);
+
 // What a log record does that depends on its place in the log order
 // (record_order.cc): "" (nothing; it commutes with every record), "r" (it
 // removes something), or a line "n:<name>" for each name it gives a version

@@ -17,6 +17,8 @@ namespace {
 constexpr char kMagicV1[8] = {'C', 'K', 'L', 'O', 'G', '1', 0, 0};
 constexpr char kMagicV2[8] = {'C', 'K', 'C', 'H', 'G', '2', 0, 0};
 constexpr uint8_t kFlagHmac = 1;
+// Objects carry their kind (0 plain, 1 tree) and a tree's refs.
+constexpr uint8_t kFlagKinds = 2;
 constexpr size_t kHmacSize = 32;
 
 class Out {
@@ -108,6 +110,16 @@ uint64_t LoadU64(const char* p) {
 
 }  // namespace
 
+bool NeedsCurrentFormat(const ChangeSet& c) {
+  for (const auto& ob : c.objects)
+    if (ob.tree) return true;
+  for (const auto& n : c.names)
+    if (n.name.find('@') != std::string::npos) return true;
+  for (const auto& n : c.removed_names)
+    if (n.find('@') != std::string::npos) return true;
+  return false;
+}
+
 const char* ChangeKindName(ChangeSet::Kind kind) {
   switch (kind) {
     case ChangeSet::kPublish: return "publish";
@@ -124,7 +136,9 @@ const char* ChangeKindName(ChangeSet::Kind kind) {
 std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret, const std::string& bound_to) {
   Out o;
   o.str().append(kMagicV2, sizeof kMagicV2);
-  o.U8(secret.empty() ? 0 : kFlagHmac);
+  bool kinds = false;
+  for (const auto& ob : c.objects) kinds = kinds || ob.tree;
+  o.U8(static_cast<uint8_t>((secret.empty() ? 0 : kFlagHmac) | (kinds ? kFlagKinds : 0)));
   o.U8(c.kind);
   o.U64(static_cast<uint64_t>(c.time));
   o.U32(static_cast<uint32_t>(c.packs.size()));
@@ -150,6 +164,10 @@ std::string EncodeChangeSet(const ChangeSet& c, const std::string& secret, const
     o.Bytes(ob.manifest);
     o.U64(static_cast<uint64_t>(ob.created));
     o.U8(ob.pinned ? 1 : 0);
+    if (!kinds) continue;
+    o.U8(ob.tree ? 1 : 0);
+    o.U32(static_cast<uint32_t>(ob.refs.size()));
+    for (const auto& r : ob.refs) o.Id(r);
   }
   o.U32(static_cast<uint32_t>(c.names.size()));
   for (const auto& n : c.names) {
@@ -182,7 +200,7 @@ Result<ChangeSet> DecodeChangeSet(std::string_view s, const std::string& secret,
   const bool v2 = s.size() >= 8 && std::memcmp(s.data(), kMagicV2, 8) == 0;
   if (!v1 && !v2) return Status::Corruption("not a chunkstore change set");
   const uint8_t flags = v2 && s.size() > 8 ? static_cast<uint8_t>(s[8]) : 0;
-  if (flags & ~kFlagHmac) return Status::Unsupported("change set with unknown flags (written by a newer chunkstore?)");
+  if (flags & ~(kFlagHmac | kFlagKinds)) return Status::Unsupported("change set with unknown flags (written by a newer chunkstore?)");
   const size_t mac_len = (flags & kFlagHmac) ? kHmacSize : 0;
   if (s.size() < 8 + 8 + mac_len + (v2 ? 1 : 0)) return Status::Corruption("change set is truncated");
   const size_t checked = s.size() - mac_len;  // covered by the HMAC
@@ -242,6 +260,20 @@ Result<ChangeSet> DecodeChangeSet(std::string_view s, const std::string& secret,
     const uint8_t pinned = in.U8();
     if (pinned > 1) return Status::Corruption("change set has a malformed object entry");
     ob.pinned = pinned == 1;
+    if (flags & kFlagKinds) {
+      const uint8_t kind = in.U8();
+      if (kind > 1) return Status::Corruption("change set has an object of unknown kind " + std::to_string(kind));
+      ob.tree = kind == 1;
+      const uint32_t refs = in.Count(32);
+      if (refs > 0 && !ob.tree) return Status::Corruption("change set gives refs to an object that is not a tree");
+      ob.refs.reserve(refs);
+      for (uint32_t r = 0; r < refs; ++r) {
+        ob.refs.push_back(in.Id());
+        // Sorted and distinct, as TreeRefs gives them: one tree has one list.
+        if (in.ok() && r > 0 && !(ob.refs[r - 1] < ob.refs[r]))
+          return Status::Corruption("change set has a tree whose refs are not sorted and distinct");
+      }
+    }
     c.objects.push_back(std::move(ob));
   }
   for (uint32_t n = in.Count(v1 ? 34 : 50), i = 0; i < n; ++i) {

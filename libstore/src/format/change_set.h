@@ -90,4 +90,10 @@ Result<ChangeSet> DecodeChangeSet(std::string_view bytes, const std::string& sec
 
 const char* ChangeKindName(ChangeSet::Kind kind);
 
+// Whether a change set holds what only stores of the current format may
+// (config.h): a tree object, or a name with an '@' in it. Older versions
+// refuse such stores outright instead of misreading them (their gc would
+// not know that a tree keeps its files alive).
+bool NeedsCurrentFormat(const ChangeSet& c);
+
 }  // namespace chunkstore::internal

@@ -14,8 +14,9 @@ namespace chunkstore::internal {
 
 struct StoreConfig {
   bool bucket = false;  // "chunkstore bucket store" rather than "chunkstore store"
-  // Directory stores: 3 (the first with a config). Bucket stores: 1 (log
-  // records without name versions), 2 (change sets, which 1 cannot read).
+  // Directory stores: 3 (the first with a config), 4 (may hold trees and
+  // names with '@'). Bucket stores: 1 (log records without name
+  // versions), 2 (change sets, which 1 cannot read), 3 (as directory 4).
   int format = 0;
   std::string id;  // 32 lowercase hex digits, random at creation
   StoreMeta meta;
@@ -24,9 +25,14 @@ struct StoreConfig {
   std::string secret_check;
 };
 
-// The newest formats this code writes.
-constexpr int kDirectoryFormat = 3;
-constexpr int kBucketFormat = 2;
+// The newest formats this code reads and writes.
+constexpr int kDirectoryFormat = 4;
+constexpr int kBucketFormat = 3;
+// What a new store is created as: the format before trees, which versions
+// from before trees still read. The first change that needs the newest
+// format (change_set.h, NeedsCurrentFormat) raises the store to it.
+constexpr int kDirectoryCreateFormat = 3;
+constexpr int kBucketCreateFormat = 2;
 
 std::string EncodeConfig(const StoreConfig& c);
 // where names the config in errors. Unsupported for a newer format;

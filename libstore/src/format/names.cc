@@ -24,8 +24,6 @@ Status ValidateName(const std::string& name) {
     if (c < 0x20 || c == 0x7f)
       return Status::InvalidArgument("name contains a control character at byte " +
                                      std::to_string(i));
-    if (c == '@')
-      return Status::InvalidArgument("name contains '@', which refs use for versions (NAME@N)");
     size_t extra;
     if (c < 0x80) extra = 0;
     else if (c >= 0xc2 && c <= 0xdf) extra = 1;

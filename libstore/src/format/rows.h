@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "chunkstore/chunker.h"
 #include "format/compress.h"
@@ -31,6 +32,11 @@ struct ObjectRow {
   std::string manifest;
   int64_t created = 0;  // unix seconds
   bool pinned = false;  // published without a name: live until removed
+  // A tree object (format/tree.h): its content lists a directory, and
+  // refs are the distinct objects it names, sorted, which live as long
+  // as it does.
+  bool tree = false;
+  std::vector<Digest> refs;
 };
 
 struct PackRow {

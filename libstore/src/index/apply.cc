@@ -2,6 +2,7 @@
 // ApplyChange, Snapshot and CompareIndexes (apply.h).
 #include "index/apply.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -27,7 +28,17 @@ Status ApplyChange(Index& index, const ChangeSet& c, Applied* applied) {
       pack_ids.push_back(*id);
     }
   }
-  for (const auto& ch : c.chunks) {
+  // Rows go in in key order: B-tree inserts that follow each other through
+  // the leaves touch each page once, where random ones (ids are hashes)
+  // touch a page per row. The result does not depend on the order.
+  auto by_id = [](const auto& rows) {
+    std::vector<uint32_t> order(rows.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return rows[a].id < rows[b].id; });
+    return order;
+  };
+  for (const uint32_t at : by_id(c.chunks)) {
+    const auto& ch = c.chunks[at];
     if (ch.pack >= pack_ids.size()) return Status::Corruption("a change names a pack it does not list");
     ChunkLocation loc = ch.loc;
     loc.pack_id = pack_ids[ch.pack];
@@ -37,18 +48,24 @@ Status ApplyChange(Index& index, const ChangeSet& c, Applied* applied) {
     }
     Result<std::optional<ChunkLocation>> have = index.FindChunk(ch.id);
     if (!have.ok()) return have.status();
-    bool write = !have->has_value();
-    if (!write && (*have)->pack_id != loc.pack_id) {
+    if (!have->has_value()) {  // the common case: a new chunk, nothing to replace
+      CHUNKSTORE_RETURN_IF_ERROR(index.InsertChunk(ch.id, loc));
+      continue;
+    }
+    bool write = false;
+    if ((*have)->pack_id != loc.pack_id) {
       Result<std::optional<PackRow>> old = index.FindPack((*have)->pack_id);
       if (!old.ok()) return old.status();
       write = !old->has_value() || c.packs[ch.pack].name < (*old)->name;
     }
     if (write) CHUNKSTORE_RETURN_IF_ERROR(index.PutChunk(ch.id, loc));
   }
-  for (const auto& ob : c.objects) {
-    Result<bool> added = index.InsertObject(ob);
+  const size_t first = applied ? applied->added.size() : 0;  // what earlier changes appended stays
+  if (applied) applied->added.resize(first + c.objects.size(), false);
+  for (const uint32_t at : by_id(c.objects)) {
+    Result<bool> added = index.InsertObject(c.objects[at]);
     if (!added.ok()) return added.status();
-    if (applied) applied->added.push_back(*added);
+    if (applied) applied->added[first + at] = *added;
   }
   for (const auto& n : c.names) {
     const int64_t created = n.created ? n.created : c.time;
@@ -118,8 +135,13 @@ namespace {
 uint64_t Fingerprint(const std::string& bytes) { return XxHash64(bytes.data(), bytes.size()); }
 
 std::string ObjectBytes(const ObjectRow& o) {
-  return std::to_string(o.size) + "/" + std::to_string(o.chunk_count) + "/" + std::to_string(o.pinned) + "/" +
-         std::to_string(o.created) + "/" + o.manifest;
+  std::string s = std::to_string(o.size) + "/" + std::to_string(o.chunk_count) + "/" + std::to_string(o.pinned) + "/" +
+                  std::to_string(o.created) + "/" + o.manifest;
+  if (o.tree) {
+    s += "/tree";
+    for (const Digest& r : o.refs) s.append(reinterpret_cast<const char*>(r.bytes.data()), r.bytes.size());
+  }
+  return s;
 }
 
 std::string ChunkBytes(const ChunkLocation& loc, const std::string& pack) {
@@ -184,7 +206,7 @@ Result<std::vector<IndexDifference>> CompareIndexes(Index& index, Index& truth, 
     auto it = objects.find(o.id);
     if (it == objects.end()) note("object " + o.id.ObjectId() + " is in the index but not in the log", &o.id);
     else if (it->second != Fingerprint(ObjectBytes(o)))
-      note("object " + o.id.ObjectId() + " (its manifest, size or pin) differs between the index and the log", &o.id);
+      note("object " + o.id.ObjectId() + " (its manifest, size, pin or tree refs) differs between the index and the log", &o.id);
     if (it != objects.end()) objects.erase(it);
     return Status::OK();
   }));

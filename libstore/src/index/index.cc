@@ -50,6 +50,25 @@ CREATE TABLE names(
 CREATE INDEX names_by_object ON names(object);
 )sql";
 
+// Tables added since schema version 3 first appeared: trees and the stat
+// cache. An index made before them gets them on its first writable open;
+// versions that know nothing of them ignore them.
+const char* kTreeSchema = R"sql(
+CREATE TABLE IF NOT EXISTS trees(id BLOB PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tree_refs(
+  tree BLOB NOT NULL,
+  child BLOB NOT NULL,
+  PRIMARY KEY(tree, child)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stat_cache(
+  path BLOB PRIMARY KEY,
+  dev INTEGER NOT NULL,
+  ino INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  mtime_ns INTEGER NOT NULL,
+  ctime_ns INTEGER NOT NULL,
+  object BLOB NOT NULL) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 Status ValidateInlineMax(uint32_t inline_max, const ChunkerParams& chunking) {
@@ -187,6 +206,20 @@ Result<std::unique_ptr<Index>> Index::OpenOnce(const std::string& path, const Op
   }
   CHUNKSTORE_RETURN_IF_ERROR(index->LoadMeta());
   if (!options.read_only) {
+    CHUNKSTORE_RETURN_IF_ERROR(index->Exec(kTreeSchema));
+  } else {
+    // An index that cannot be written and predates the tree tables holds
+    // no tree: empty stand-ins let every statement prepare.
+    Query q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='trees'");
+    if (!q.ok() || q.use().Step() != SQLITE_ROW) return index->Error("cannot read the index's schema");
+    if (q.use().ColInt(0) == 0) {
+      std::string temp = kTreeSchema;
+      for (size_t at; (at = temp.find("CREATE TABLE IF NOT EXISTS")) != std::string::npos;)
+        temp.replace(at, 26, "CREATE TEMP TABLE");
+      CHUNKSTORE_RETURN_IF_ERROR(index->Exec(temp.c_str()));
+    }
+  }
+  if (!options.read_only) {
     // Indexes made before objects_by_size get it on their first writable
     // open (a no-op once it exists). It only speeds publishing up: an open
     // that cannot write (busy, read-only) goes on without it.
@@ -194,6 +227,10 @@ Result<std::unique_ptr<Index>> Index::OpenOnce(const std::string& path, const Op
                  nullptr, nullptr, nullptr);
     // In WAL mode FULL syncs the log at every commit; NORMAL may lose the
     // last commits on power loss, which the change log gives back.
+    // A tree's publish applies tens of thousands of rows at once; SQLite's
+    // default cache of 2 MiB would read most index pages again for each.
+    // Pages are held only as they are used.
+    if (!options.bulk_load) CHUNKSTORE_RETURN_IF_ERROR(index->Exec("PRAGMA cache_size=-16384"));
     CHUNKSTORE_RETURN_IF_ERROR(index->Exec(options.bulk_load  ? "PRAGMA synchronous=OFF"
                                            : options.durable ? "PRAGMA synchronous=FULL"
                                                              : "PRAGMA synchronous=NORMAL"));
@@ -219,6 +256,7 @@ Status Index::FinishBulkLoad() {
 Status Index::CreateSchema(const StoreMeta& meta) {
   CHUNKSTORE_RETURN_IF_ERROR(Exec("BEGIN"));
   Status s = Exec(kSchema);
+  if (s.ok()) s = Exec(kTreeSchema);
   if (s.ok()) s = Exec("INSERT INTO meta VALUES('format','chunkstore')");
   if (s.ok()) {
     // The meta rows are written by one statement each, bound: no value is

@@ -162,10 +162,38 @@ class Index {
   // Every object row, in id order. A row whose id is malformed is
   // Corruption (it stops the walk).
   Status ForEachObject(const std::function<Status(const ObjectRow&)>& fn);
-  // Objects no name version points at, oldest first (manifest left empty).
+  // Objects no name version points at, oldest first (manifest left empty),
+  // but for those a tree names that were never published on their own.
   Result<std::vector<ObjectRow>> ListUnnamed();
   // Unpinned objects no name version points at: garbage.
   Result<std::vector<Digest>> DeadObjects();
+
+  // ---- trees (tree_queries.cc) -------------------------------------------
+  // Marks id as a tree naming refs (an object row of its own is added by
+  // InsertObject, which calls this for a tree's row).
+  Status InsertTree(const Digest& id, const std::vector<Digest>& refs);
+  Result<bool> IsTree(const Digest& id);
+  // The objects a tree names, sorted (as its change set gave them).
+  Result<std::vector<Digest>> TreeRefsOf(const Digest& id);
+  // Up to limit trees that name child.
+  Result<std::vector<Digest>> TreesHolding(const Digest& child, int limit);
+
+  // ---- the stat cache (tree_queries.cc) -----------------------------------
+  // What a file looked like when its content was last published as
+  // object: a later publish of the same path that finds it unchanged need
+  // not read it again. A cache: never part of the log, kept across
+  // checkpoints, lost with the index.
+  struct StatEntry {
+    std::string path;  // absolute
+    int64_t dev = 0, ino = 0, size = 0, mtime_ns = 0, ctime_ns = 0;
+    Digest object;
+  };
+  Result<std::optional<StatEntry>> FindStat(const std::string& path);
+  // Every entry whose path starts with prefix, with the size of its
+  // object (nullopt when the index no longer has the object).
+  Status ForEachStat(const std::string& prefix,
+                     const std::function<void(StatEntry&, std::optional<uint64_t> object_size)>& fn);
+  Status PutStat(const StatEntry& e);
 
   // ---- names -------------------------------------------------------------
   // Appends a version to a name's history and returns its number (1-based).

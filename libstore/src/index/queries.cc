@@ -68,6 +68,15 @@ Status Index::Prepare() {
       {&st_->find_latest_name,
        "SELECT version, object, created FROM names WHERE name=?1 ORDER BY version DESC LIMIT 1"},
       {&st_->remove_name, "DELETE FROM names WHERE name=?1"},
+      {&st_->insert_tree, "INSERT OR IGNORE INTO trees VALUES(?1)"},
+      {&st_->insert_tree_ref, "INSERT OR IGNORE INTO tree_refs VALUES(?1, ?2)"},
+      {&st_->is_tree, "SELECT 1 FROM trees WHERE id=?1"},
+      {&st_->refs_of, "SELECT child FROM tree_refs WHERE tree=?1 ORDER BY child"},
+      {&st_->delete_tree, "DELETE FROM trees WHERE id=?1"},
+      {&st_->delete_tree_refs, "DELETE FROM tree_refs WHERE tree=?1"},
+      {&st_->trees_holding, "SELECT tree FROM tree_refs WHERE child=?1 LIMIT ?2"},
+      {&st_->find_stat, "SELECT dev, ino, size, mtime_ns, ctime_ns, object FROM stat_cache WHERE path=?1"},
+      {&st_->put_stat, "INSERT OR REPLACE INTO stat_cache VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
       {&st_->latest_names_of,
        "SELECT n.name FROM names n WHERE n.object=?1 AND n.version = "
        "(SELECT max(version) FROM names m WHERE m.name = n.name) ORDER BY n.name"},
@@ -255,7 +264,11 @@ Result<bool> Index::InsertObject(const ObjectRow& row) {
       .Int(5, row.created)
       .Int(6, row.pinned ? 1 : 0);
   if (u.Step() != SQLITE_DONE) return Error("cannot record an object");
-  if (sqlite3_changes(db_) > 0) return true;
+  const bool added = sqlite3_changes(db_) > 0;
+  // A tree keeps its kind and refs even when its bytes were stored before
+  // as a plain object: the content is the same, and so are the refs.
+  if (row.tree) CHUNKSTORE_RETURN_IF_ERROR(InsertTree(row.id, row.refs));
+  if (added) return true;
   if (row.pinned) {
     Use p(st_->pin_object);
     p.Id(1, row.id);
@@ -295,7 +308,10 @@ Result<std::vector<Digest>> Index::FindObjectsByPrefix(const std::string& hex_pr
 }
 
 Status Index::DeleteObject(const Digest& id) {
-  for (Stmt* st : {&st_->delete_object_names, &st_->delete_object}) {
+  // Counted as a removal: a publish that reuses objects (a tree's files)
+  // checks them again unless nothing can have removed one.
+  NoteChunksRemoved();
+  for (Stmt* st : {&st_->delete_object_names, &st_->delete_object, &st_->delete_tree, &st_->delete_tree_refs}) {
     Use u(*st);
     u.Id(1, id);
     if (u.Step() != SQLITE_DONE) return Error("cannot remove an object");
@@ -304,13 +320,22 @@ Status Index::DeleteObject(const Digest& id) {
 }
 
 Status Index::ForEachObject(const std::function<Status(const ObjectRow&)>& fn) {
-  Query q(db_, "SELECT id, size, chunk_count, manifest, created, pinned FROM objects ORDER BY id");
+  Query q(db_,
+          "SELECT o.id, o.size, o.chunk_count, o.manifest, o.created, o.pinned, t.id IS NOT NULL "
+          "FROM objects o LEFT JOIN trees t ON t.id = o.id ORDER BY o.id");
   if (!q.ok()) return Error("cannot read objects");
   int rc;
   while ((rc = q.use().Step()) == SQLITE_ROW) {
     Digest id;
     if (!q.use().ColId(0, &id)) return Status::Corruption("an object row of the index has a malformed id");
-    CHUNKSTORE_RETURN_IF_ERROR(fn(ReadObjectRow(q.use(), id, 1)));
+    ObjectRow row = ReadObjectRow(q.use(), id, 1);
+    if (q.use().ColInt(6) != 0) {
+      row.tree = true;
+      Result<std::vector<Digest>> refs = TreeRefsOf(id);
+      if (!refs.ok()) return refs.status();
+      row.refs = std::move(*refs);
+    }
+    CHUNKSTORE_RETURN_IF_ERROR(fn(row));
   }
   if (rc != SQLITE_DONE) return Error("cannot read objects");
   return Status::OK();
@@ -319,7 +344,8 @@ Status Index::ForEachObject(const std::function<Status(const ObjectRow&)>& fn) {
 Result<std::vector<ObjectRow>> Index::ListUnnamed() {
   Query q(db_,
           "SELECT id, size, chunk_count, created, pinned FROM objects "
-          "WHERE id NOT IN (SELECT object FROM names) ORDER BY created, id");
+          "WHERE id NOT IN (SELECT object FROM names) AND (pinned = 1 OR id NOT IN (SELECT child FROM tree_refs)) "
+          "ORDER BY created, id");
   if (!q.ok()) return Error("cannot list objects");
   std::vector<ObjectRow> out;
   int rc;
@@ -337,8 +363,15 @@ Result<std::vector<ObjectRow>> Index::ListUnnamed() {
 }
 
 Result<std::vector<Digest>> Index::DeadObjects() {
-  // Every version of every name keeps its object, not only the latest.
-  Query q(db_, "SELECT id FROM objects WHERE pinned = 0 AND id NOT IN (SELECT object FROM names) ORDER BY id");
+  // Every version of every name keeps its object, not only the latest; a
+  // live tree keeps what it names, down to the last file (a dead tree
+  // keeps nothing).
+  Query q(db_,
+          "WITH RECURSIVE live(id) AS ("
+          " SELECT id FROM objects WHERE pinned = 1"
+          " UNION SELECT object FROM names"
+          " UNION SELECT r.child FROM tree_refs r JOIN live l ON r.tree = l.id)"
+          " SELECT id FROM objects WHERE id NOT IN live ORDER BY id");
   if (!q.ok()) return Error("cannot find dead objects");
   std::vector<Digest> out;
   int rc;
@@ -509,7 +542,8 @@ Result<IndexTotals> Index::Totals() {
 
 Status Index::Clear() {
   NoteChunksRemoved();
-  for (const char* sql : {"DELETE FROM names", "DELETE FROM objects", "DELETE FROM chunks", "DELETE FROM packs"})
+  for (const char* sql : {"DELETE FROM names", "DELETE FROM objects", "DELETE FROM chunks", "DELETE FROM packs",
+                          "DELETE FROM trees", "DELETE FROM tree_refs"})
     CHUNKSTORE_RETURN_IF_ERROR(Exec(sql));
   if (sqlite3_table_column_metadata(db_, nullptr, "applied_log", "key", nullptr, nullptr, nullptr, nullptr, nullptr) ==
       SQLITE_OK)

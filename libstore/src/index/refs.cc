@@ -64,21 +64,21 @@ Result<Digest> ResolveRef(Index& index_ref, const std::string& ref, ObjectRow* r
     if (explicit_id) return Status::NotFound("no object with id prefix " + hex);
     // Otherwise it may still be a name that happens to look like hex.
   }
+  // NAME@N and NAME@latest where what follows the last '@' is a version;
+  // otherwise the '@' is part of the name ("node_modules/@types/x"). A
+  // name that itself ends in "@5" is written "NAME@5@latest".
   std::string name = ref;
   int64_t version = 0;
   const size_t at = ref.rfind('@');
-  if (at != std::string::npos) {
-    name = ref.substr(0, at);
+  if (at != std::string::npos && at > 0) {
     const std::string v = ref.substr(at + 1);
     if (v == "latest") {
-      version = 0;
-    } else if (!v.empty() && v.size() <= 18 &&
-               v.find_first_not_of("0123456789") == std::string::npos) {
+      name = ref.substr(0, at);
+    } else if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+      if (v.size() > 18) return Status::InvalidArgument("version number too large in '" + ref + "'");
+      name = ref.substr(0, at);
       version = std::stoll(v);
       if (version < 1) return Status::InvalidArgument("version numbers start at 1 in '" + ref + "'");
-    } else {
-      return Status::InvalidArgument("malformed ref '" + ref +
-                                     "': after '@' comes a version number or 'latest'");
     }
   }
   Status valid = ValidateName(name);

@@ -127,6 +127,9 @@ struct Index::Statements {
       delete_object_names, delete_object;
   Stmt insert_name, put_name, find_name, find_latest_name, remove_name, latest_names_of;
   Stmt is_applied, mark_applied, mark_effects;
+  // Trees and the stat cache (tree_queries.cc).
+  Stmt insert_tree, insert_tree_ref, is_tree, refs_of, delete_tree, delete_tree_refs, trees_holding;
+  Stmt find_stat, put_stat;
 };
 
 }  // namespace chunkstore::internal

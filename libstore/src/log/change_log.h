@@ -12,8 +12,11 @@
 // used by one thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -109,6 +112,31 @@ class ChangeLog {
   // its packs have locks of their own that gc takes before it rewrites or
   // removes one; a bucket's pack blobs have none.
   virtual bool gc_holds_throughout() const = 0;
+
+  // How the store's config is raised to the current format (config.h),
+  // set by whoever opened a store of an older one: called, holding the
+  // log, before the first change that needs it (NeedsCurrentFormat) is
+  // written, so that versions that cannot read such a change refuse the
+  // whole store instead of misreading it.
+  void SetFormatRaiser(std::function<Status()> raise) {
+    std::lock_guard<std::mutex> l(raise_mu_);
+    raise_ = std::move(raise);
+  }
+
+ protected:
+  // Implementations call this while holding the log, before they write c.
+  Status RaiseFormatFor(const ChangeSet& c) {
+    if (raised_.load() || !NeedsCurrentFormat(c)) return Status::OK();
+    std::lock_guard<std::mutex> l(raise_mu_);
+    if (raise_) CHUNKSTORE_RETURN_IF_ERROR(raise_().WithContext("cannot raise the store to the current format"));
+    raised_.store(true);
+    return Status::OK();
+  }
+
+ private:
+  std::mutex raise_mu_;
+  std::function<Status()> raise_;
+  std::atomic<bool> raised_{false};
 };
 
 }  // namespace chunkstore::internal

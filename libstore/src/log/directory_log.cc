@@ -277,6 +277,7 @@ Status DirectoryLog::HeldLog::Commit(ChangeSet& change, Applied* applied, bool* 
   DirectoryLog* log = log_;
   if (made) *made = false;
   bool checkpoint_due = false;
+  CHUNKSTORE_RETURN_IF_ERROR(log->RaiseFormatFor(change));
   {
     auto db = log->index_->Lock();
     Result<Position> pos = log->IndexPosition(*db);

@@ -11,6 +11,7 @@
 
 #include "format/manifest.h"
 #include "format/pack_format.h"
+#include "format/tree.h"
 #include "hash/sha256_pair.h"
 #include "index/apply.h"
 #include "index/refs.h"
@@ -41,6 +42,13 @@ class Verifier {
   Status CheckPacks(std::map<int64_t, PackRow>* packs);
   // Reads the objects whole, recomputing their ids, on every core.
   void ReadObjects(const std::vector<ObjectRow>& objects);
+  // A tree's content, once proven to be its own: a canonical tree whose
+  // entries are the refs its change recorded (gc keeps what those name),
+  // whose files have the sizes their objects have and whose directories
+  // are trees.
+  void CheckTree(const ObjectRow& o, const std::string& content);
+  // Every object a tree names is in the store.
+  Status CheckTreeRefs(const ObjectRow& o);
 
   VerifyTarget t_;
   VerifyOptions o_;
@@ -126,6 +134,47 @@ Status Verifier::CheckPacks(std::map<int64_t, PackRow>* packs) {
   return Status::OK();
 }
 
+void Verifier::CheckTree(const ObjectRow& o, const std::string& content) {
+  const std::string oid = o.id.ObjectId();
+  Result<TreeData> tree = DecodeTree(content);
+  if (!tree.ok()) {
+    Problem("bad-tree", oid, "", "", 0, "the tree's content is not a tree: " + tree.status().message());
+    return;
+  }
+  if (TreeRefs(*tree) != o.refs) {
+    Problem("bad-tree", oid, "", "", 0, "the objects its change recorded differ from the entries it lists");
+    return;
+  }
+  auto db = t_.index->Lock();
+  for (const TreeNode& e : tree->entries) {
+    if (e.type == EntryType::kSymlink) continue;
+    Result<std::optional<ObjectRow>> row = db->FindObject(e.id);
+    if (!row.ok() || !row->has_value()) continue;  // a missing one is reported by CheckTreeRefs
+    if (e.type == EntryType::kFile && (*row)->size != e.size)
+      Problem("bad-tree", oid, "", "", 0,
+              "entry " + e.name.substr(0, 255) + " gives " + std::to_string(e.size) + " bytes; its object " +
+                  e.id.ObjectId() + " holds " + std::to_string((*row)->size));
+    if (e.type == EntryType::kDirectory) {
+      Result<bool> is_tree = db->IsTree(e.id);
+      if (is_tree.ok() && !*is_tree)
+        Problem("bad-tree", oid, "", "", 0, "entry " + e.name.substr(0, 255) + " is a directory whose object " +
+                                                e.id.ObjectId() + " is not a tree");
+    }
+  }
+}
+
+Status Verifier::CheckTreeRefs(const ObjectRow& o) {
+  auto db = t_.index->Lock();
+  for (const Digest& r : o.refs) {
+    Result<std::optional<ObjectRow>> row = db->FindObject(r);
+    if (!row.ok()) return row.status();
+    if (!row->has_value())
+      Problem("dangling-tree-entry", o.id.ObjectId(), "", "", 0,
+              "the tree names object " + r.ObjectId() + ", which the store does not have");
+  }
+  return Status::OK();
+}
+
 void Verifier::ReadObjects(const std::vector<ObjectRow>& objects) {
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -149,6 +198,7 @@ void Verifier::ReadObjects(const std::vector<ObjectRow>& objects) {
       // before it hands out the last byte (read/reader.h).
       uint64_t done = 0;
       Status failed;
+      std::string content;  // a tree's, to check once it is proven
       while (done < o.size) {
         Result<size_t> n = (*r)->Read(buf.data(), buf.size());
         if (!n.ok()) {
@@ -156,8 +206,10 @@ void Verifier::ReadObjects(const std::vector<ObjectRow>& objects) {
           break;
         }
         if (*n == 0) break;
+        if (o.tree && content.size() < kMaxTreeBytes) content.append(reinterpret_cast<const char*>(buf.data()), *n);
         done += *n;
       }
+      if (failed.ok() && done == o.size && o.tree) CheckTree(o, content);
       {
         std::lock_guard<std::mutex> l(mu_);
         report_.bytes_checked += done;
@@ -211,6 +263,14 @@ Result<VerifyReport> Verifier::Run() {
       ObjectRow row;
       Result<Digest> id = ResolveRef(*db, ref, &row);
       if (!id.ok()) return id.status();
+      Result<bool> tree = db->IsTree(*id);
+      if (!tree.ok()) return tree.status();
+      if (*tree) {
+        Result<std::vector<Digest>> refs = db->TreeRefsOf(*id);
+        if (!refs.ok()) return refs.status();
+        row.tree = true;
+        row.refs = std::move(*refs);
+      }
       objects.push_back(std::move(row));
     }
   }
@@ -219,9 +279,11 @@ Result<VerifyReport> Verifier::Run() {
   for (const ObjectRow& o : objects) {
     ++report_.objects_checked;
     const std::string oid = o.id.ObjectId();
+    if (o.tree) CHUNKSTORE_RETURN_IF_ERROR(CheckTreeRefs(o));
     if (IsInline(o.size, o.chunk_count)) {
       Status s = CheckInline(o.id, o.size, o.manifest);
       if (!s.ok()) Problem("bad-inline", oid, "", "", 0, s.message());
+      else if (o.tree && !o_.quick) CheckTree(o, o.manifest);
       report_.bytes_checked += o.manifest.size();
       continue;
     }

@@ -25,7 +25,9 @@ ChunkCache::Bytes ChunkCache::Get(const Digest& id) {
 }
 
 void ChunkCache::Put(const Digest& id, Bytes bytes) {
-  const size_t n = bytes->size();
+  // What the buffer holds on to, not what it is filled with: a pooled
+  // buffer may be far larger than a small chunk in it.
+  const size_t n = bytes->capacity();
   if (n > budget_) return;
   std::lock_guard<std::mutex> l(mu_);
   if (map_.count(id)) return;
@@ -34,7 +36,7 @@ void ChunkCache::Put(const Digest& id, Bytes bytes) {
   used_ += n;
   while (used_ > budget_) {
     auto& back = lru_.back();
-    used_ -= back.second->size();
+    used_ -= back.second->capacity();
     map_.erase(back.first);
     lru_.pop_back();
   }

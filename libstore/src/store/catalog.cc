@@ -11,6 +11,7 @@
 #include "format/pack_format.h"
 #include "index/refs.h"
 #include "store/store_impl.h"
+#include "store/trees.h"
 
 namespace chunkstore {
 
@@ -45,8 +46,10 @@ bool VerifyReport::corrupt() const {
   return false;
 }
 
-Result<bool> Store::Exists(const std::string& ref) {
-  Result<Digest> d = ResolveRef(*impl_->index.Lock(), ref, nullptr);
+Result<bool> Store::Exists(const std::string& ref_in) {
+  Result<std::string> ref = ExpandRef(impl_.get(), ref_in);
+  if (!ref.ok()) return ref.status().IsNotFound() ? Result<bool>(false) : Result<bool>(ref.status());
+  Result<Digest> d = ResolveRef(*impl_->index.Lock(), *ref, nullptr);
   if (d.ok()) {
     Result<ObjectRow> row = LoadObject(*impl_->index.Lock(), *d);
     if (row.ok()) return true;
@@ -57,17 +60,22 @@ Result<bool> Store::Exists(const std::string& ref) {
   return d.status();
 }
 
-Result<ObjectInfo> Store::Stat(const std::string& ref) {
+Result<ObjectInfo> Store::Stat(const std::string& ref_in) {
+  Result<std::string> ref = ExpandRef(impl_.get(), ref_in);
+  if (!ref.ok()) return ref.status();
   auto db = impl_->index.Lock();
   ObjectRow row;
-  Result<Digest> id = ResolveRef(*db, ref, &row);
+  Result<Digest> id = ResolveRef(*db, *ref, &row);
   if (!id.ok()) return id.status();
+  Result<bool> tree = db->IsTree(*id);
+  if (!tree.ok()) return tree.status();
   ObjectInfo info;
   info.id = id->ObjectId();
   info.size = row.size;
   info.chunks = row.chunk_count;
   info.created = row.created;
   info.pinned = row.pinned;
+  info.tree = *tree;
   info.stored_inline = IsInline(row.size, row.chunk_count);
   if (info.stored_inline) info.stored_bytes = row.manifest.size();
   Result<std::vector<ManifestEntry>> entries =
@@ -124,8 +132,11 @@ Result<std::vector<NameEntry>> Store::History(const std::string& name) {
   return out;
 }
 
-Result<NameEntry> Store::Tag(const std::string& ref, const std::string& name) {
+Result<NameEntry> Store::Tag(const std::string& ref_in, const std::string& name) {
   CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  Result<std::string> expanded = ExpandRef(impl_.get(), ref_in);
+  if (!expanded.ok()) return expanded.status();
+  const std::string& ref = *expanded;
   ChangeSet c;
   c.kind = ChangeSet::kTag;
   Digest id;
@@ -176,7 +187,10 @@ Status Store::RemoveNames(const std::vector<std::string>& names) {
       nullptr);
 }
 
-Status Store::RemoveObject(const std::string& ref) {
+Status Store::RemoveObject(const std::string& ref_in) {
+  Result<std::string> expanded = ExpandRef(impl_.get(), ref_in);
+  if (!expanded.ok()) return expanded.status();
+  const std::string& ref = *expanded;
   ChangeSet c;
   c.kind = ChangeSet::kRemoveObject;
   return CommitChange(
@@ -185,6 +199,14 @@ Status Store::RemoveObject(const std::string& ref) {
         ObjectRow row;
         Result<Digest> id = ResolveRef(index, ref, &row);
         if (!id.ok()) return id.status();
+        // A tree that names it would lose a file: the tree goes first (or,
+        // if no name keeps it, at the next gc, which frees this too).
+        Result<std::vector<Digest>> holders = index.TreesHolding(*id, 1);
+        if (!holders.ok()) return holders.status();
+        if (!holders->empty())
+          return Status::InvalidArgument("object " + id->ObjectId() + " is part of tree " +
+                                         holders->front().ObjectId() +
+                                         "; remove the tree first (a tree no name keeps goes at the next gc)");
         c.removed_objects.push_back(*id);
         return Status::OK();
       },

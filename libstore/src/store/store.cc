@@ -17,7 +17,9 @@
 #include "ingest/ingest.h"
 #include "maintain/gc.h"
 #include "maintain/verify.h"
+#include "store/batch_impl.h"
 #include "store/store_impl.h"
+#include "store/trees.h"
 
 namespace chunkstore {
 
@@ -114,7 +116,13 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
 
 Status Store::QuarantineLogRecord(const std::string& key) { return impl_->log->Quarantine(key); }
 
-Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
+Result<VerifyReport> Store::Verify(const VerifyOptions& options_in) {
+  VerifyOptions options = options_in;
+  for (std::string& ref : options.refs) {
+    Result<std::string> expanded = internal::ExpandRef(impl_.get(), ref);
+    if (!expanded.ok()) return expanded.status();
+    ref = std::move(*expanded);
+  }
   internal::VerifyTarget t;
   t.index = &impl_->index;
   t.packs = impl_->packs.get();
@@ -124,23 +132,39 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options) {
   return internal::VerifyStore(t, options);
 }
 
-Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref) {
+Result<std::unique_ptr<Reader>> Store::OpenReader(const std::string& ref_in) {
+  Result<std::string> ref = internal::ExpandRef(impl_.get(), ref_in);
+  if (!ref.ok()) return ref.status();
   auto db = impl_->index.Lock();
-  return internal::OpenObjectReader(impl_->read_source(), *db, ref, false);
+  return internal::OpenObjectReader(impl_->read_source(), *db, *ref, false);
 }
 
 std::vector<Result<std::unique_ptr<Reader>>> Store::OpenReaders(const std::vector<std::string>& refs) {
   std::vector<Result<std::unique_ptr<Reader>>> out;
   out.reserve(refs.size());
   const internal::ReadSource source = impl_->read_source();
-  auto db = impl_->index.Lock();
-  // One read transaction for the whole list: every ref sees the same
-  // snapshot, and the index's file locks are taken once, not per ref.
-  internal::ReadTxn txn(db.get());
-  for (const auto& ref : refs) {
-    if (txn.status().ok()) out.push_back(internal::OpenObjectReader(source, *db, ref, true));
-    else out.push_back(txn.status());
+  std::vector<size_t> paths;  // refs that may be REF:PATH: they read trees, after the snapshot
+  {
+    auto db = impl_->index.Lock();
+    // One read transaction for the whole list: every ref sees the same
+    // snapshot, and the index's file locks are taken once, not per ref.
+    internal::ReadTxn txn(db.get());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const std::string& ref = refs[i];
+      if (!txn.status().ok()) {
+        out.push_back(txn.status());
+        continue;
+      }
+      const size_t from = ref.rfind("sha256:", 0) == 0 ? 7 : 0;
+      if (ref.find(':', from) != std::string::npos) {
+        paths.push_back(i);
+        out.push_back(Status::Busy("not opened yet"));
+        continue;
+      }
+      out.push_back(internal::OpenObjectReader(source, *db, ref, true));
+    }
   }
+  for (size_t i : paths) out[i] = OpenReader(refs[i]);
   return out;
 }
 
@@ -181,93 +205,6 @@ Result<PublishResult> Store::PublishPull(const PullFn& pull, const std::string& 
 
 // ---- batches -------------------------------------------------------------
 
-namespace {
-
-// Reports bytes read to a progress callback, at most every 256 KiB.
-class ProgressSource final : public Source {
- public:
-  ProgressSource(Source& in, const std::function<void(uint64_t)>& fn, uint64_t* total)
-      : in_(in), fn_(fn), total_(total), start_(*total) {}
-  Result<size_t> Read(uint8_t* buf, size_t n) override {
-    Result<size_t> r = in_.Read(buf, n);
-    if (r.ok()) {
-      *total_ += *r;
-      // After a rewind the count drops back and climbs again: report
-      // nothing until it passes what was reported, so it never goes back.
-      if (*total_ >= reported_ + (256u << 10) || (*r == 0 && *total_ >= reported_)) {
-        reported_ = *total_;
-        fn_(*total_);
-      }
-    }
-    return r;
-  }
-  const uint8_t* Whole() const override { return nullptr; }
-  std::optional<uint64_t> Size() const override { return in_.Size(); }
-  std::string Describe() const override { return in_.Describe(); }
-  // Bytes read again after a rewind are counted once.
-  bool Rewind(uint64_t offset) override {
-    if (!in_.Rewind(offset)) return false;
-    *total_ = start_ + offset;
-    return true;
-  }
-
- private:
-  Source& in_;
-  const std::function<void(uint64_t)>& fn_;
-  uint64_t* total_;
-  uint64_t start_;
-  uint64_t reported_ = 0;
-};
-
-// Fails the read in progress once a batch is cancelled.
-class CancelSource final : public Source {
- public:
-  CancelSource(Source& in, const std::atomic<bool>* cancelled) : in_(in), cancelled_(cancelled) {}
-  Result<size_t> Read(uint8_t* buf, size_t n) override {
-    if (cancelled_->load(std::memory_order_relaxed)) return Status::IOError("interrupted");
-    return in_.Read(buf, n);
-  }
-  const uint8_t* Whole() const override { return in_.Whole(); }  // in memory already: nothing to wait for
-  std::optional<uint64_t> Size() const override { return in_.Size(); }
-  std::string Describe() const override { return in_.Describe(); }
-  bool Rewind(uint64_t offset) override { return in_.Rewind(offset); }
-
- private:
-  Source& in_;
-  const std::atomic<bool>* cancelled_;
-};
-
-}  // namespace
-
-struct Batch::Impl {
-  explicit Impl(Store::Impl* store) : session(store->publish_target()) {}
-  PublishSession session;
-  bool failed = false;
-  std::function<void(uint64_t)> progress;
-  uint64_t progress_total = 0;
-  const std::atomic<bool>* cancelled = nullptr;
-  std::unique_ptr<FilePrefetcher> prefetch;
-
-  bool Cancelled() const { return cancelled && cancelled->load(std::memory_order_relaxed); }
-
-  Result<PublishResult> Add(Source& src_in, const std::string& name) {
-    if (failed) return Status::InvalidArgument("the batch already failed or was committed");
-    if (Cancelled()) {
-      failed = true;
-      return Status::IOError("interrupted");
-    }
-    std::optional<CancelSource> guarded;
-    if (cancelled) guarded.emplace(src_in, cancelled);
-    Source& src_c = guarded ? static_cast<Source&>(*guarded) : src_in;
-    std::optional<ProgressSource> counted;
-    if (progress) counted.emplace(src_c, progress, &progress_total);
-    Source& src = counted ? static_cast<Source&>(*counted) : src_c;
-    Result<PublishResult> r = session.AddSource(src, name);
-    if (!r.ok()) failed = true;
-    return r;
-  }
-};
-
 Batch::Batch(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Batch::~Batch() = default;
 
@@ -289,22 +226,7 @@ void Batch::Prefetch(std::vector<std::string> paths) {
 }
 
 Result<PublishResult> Batch::AddFile(const std::string& path, const std::string& name) {
-  if (impl_->prefetch) {
-    std::optional<FilePrefetcher::Item> item = impl_->prefetch->Take(path);
-    if (!item) {
-      impl_->prefetch.reset();
-    } else if (!item->status.ok()) {
-      return item->status;  // as below: a bad input does not spoil the batch
-    } else if (item->read) {
-      BytesSource src(item->bytes.data(), item->bytes.size(), path);
-      return impl_->Add(src, name);
-    } else if (item->file) {
-      return impl_->Add(*item->file, name);
-    }
-  }
-  Result<std::unique_ptr<FileSource>> src = FileSource::Open(path);
-  if (!src.ok()) return src.status();  // a missing input does not spoil the batch
-  return impl_->Add(**src, name);
+  return impl_->AddFile(path, name, {});
 }
 
 Result<PublishResult> Batch::AddBytes(const void* data, size_t n, const std::string& name) {
@@ -342,7 +264,18 @@ Result<std::vector<PublishResult>> Batch::Commit() {
   if (impl_->Cancelled()) return Status::IOError("interrupted");
   impl_->prefetch.reset();
   CHUNKSTORE_RETURN_IF_ERROR(impl_->session.Commit());
-  return impl_->session.results();
+  for (const auto& [first, root] : impl_->trees) impl_->session.SumNewBytes(first, root);
+  if (!impl_->stat_updates.empty() && !impl_->store->read_only) {
+    // Best effort: a stat cache that could not be written only means those
+    // files are read again next time.
+    auto db = impl_->store->index.Lock();
+    WriteTxn txn(db.get());
+    Status s = txn.status();
+    for (size_t i = 0; s.ok() && i < impl_->stat_updates.size(); ++i) s = db->PutStat(impl_->stat_updates[i]);
+    if (s.ok()) (void)txn.Commit();
+    impl_->stat_updates.clear();
+  }
+  return impl_->session.TopResults();
 }
 
 // ---- prepare -------------------------------------------------------------
@@ -523,15 +456,19 @@ Result<PublishResult> Store::Publish(const PreparedObject& prepared, const std::
 
 // ---- refs ----------------------------------------------------------------
 
-Result<std::string> Store::Resolve(const std::string& ref) {
-  Result<Digest> d = ResolveRef(*impl_->index.Lock(), ref);
+Result<std::string> Store::Resolve(const std::string& ref_in) {
+  Result<std::string> ref = ExpandRef(impl_.get(), ref_in);
+  if (!ref.ok()) return ref.status();
+  Result<Digest> d = ResolveRef(*impl_->index.Lock(), *ref);
   if (!d.ok()) return d.status();
   return d->ObjectId();
 }
 
-Result<std::vector<ChunkInfo>> Store::Chunks(const std::string& ref) {
+Result<std::vector<ChunkInfo>> Store::Chunks(const std::string& ref_in) {
+  Result<std::string> ref = ExpandRef(impl_.get(), ref_in);
+  if (!ref.ok()) return ref.status();
   ObjectRow found;
-  Result<Digest> d = ResolveRef(*impl_->index.Lock(), ref, &found);
+  Result<Digest> d = ResolveRef(*impl_->index.Lock(), *ref, &found);
   if (!d.ok()) return d.status();
   Result<ObjectRow> row = std::move(found);
   if (IsInline(row->size, row->chunk_count)) return std::vector<ChunkInfo>{};

@@ -125,6 +125,8 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
   CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, impl->tmp_dir()));
   impl->log = std::make_unique<BucketLog>(env, impl->blobs, &impl->index, cache, impl->meta, options.bucket_checkpoint_records, options.secret,
                                           signed_store);
+  impl->log->SetFormatRaiser(
+      [blobs = impl->blobs, secret = options.secret]() { return RaiseBucketFormat(blobs, secret); });
   BucketPackOptions po;
   po.remote_pack_size = options.remote_pack_size;
   impl->packs = NewBucketPackSet(env, impl->blobs, cache + "/" + kPacksDir, &impl->index, po);

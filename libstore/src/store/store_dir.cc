@@ -123,7 +123,7 @@ Status CreateStore(Env* env, const std::string& dir, const StoreMeta& meta, bool
   CHUNKSTORE_RETURN_IF_ERROR(RemoveLog(env, dir));
   env->RemoveFile(dir + "/" + kIndexFile);
   StoreConfig c;
-  c.format = kDirectoryFormat;
+  c.format = kDirectoryCreateFormat;
   c.id = RandomHex(16);
   c.meta = meta;
   CHUNKSTORE_RETURN_IF_ERROR(DirectoryLog::Create(env, dir, c.id, EmptyCheckpoint(), sync));
@@ -146,7 +146,7 @@ Status Migrate(Env* env, const std::string& dir, Index& index, bool sync) {
     state = std::move(*s);
   }
   StoreConfig c;
-  c.format = kDirectoryFormat;
+  c.format = kDirectoryCreateFormat;
   c.id = RandomHex(16);
   c.meta = index.meta();
   CHUNKSTORE_RETURN_IF_ERROR(DirectoryLog::Create(env, dir, c.id, state, sync));
@@ -176,6 +176,19 @@ Status OpenWithConfig(Store::Impl* impl, const StoreConfig& config, const std::s
   lo.sync = options.sync;
   lo.checkpoint_bytes = options.checkpoint_bytes;
   auto log = std::make_unique<DirectoryLog>(env, dir, config.id, &impl->index, index_path, lo, impl->read_only);
+  if (config.format < kDirectoryFormat && index_path != ":memory:" && !impl->read_only) {
+    // Read again under the log's hold: another process may have raised it.
+    log->SetFormatRaiser([env, dir, sync = options.sync]() -> Status {
+      const std::string path = dir + "/" + kConfigFile;
+      Result<std::string> text = ReadWholeFile(env, path);
+      if (!text.ok()) return text.status();
+      Result<StoreConfig> now = DecodeConfig(*text, path);
+      if (!now.ok()) return now.status();
+      if (now->format >= kDirectoryFormat) return Status::OK();
+      now->format = kDirectoryFormat;
+      return WriteConfigFile(env, dir, *now, sync);
+    });
+  }
   if (options.rebuild_index) {
     CHUNKSTORE_RETURN_IF_ERROR(log->RebuildWith(config.meta).WithContext("cannot rebuild the index of " + dir));
     impl->notices.push_back("rebuilt the index of " + dir + " from its change log");
@@ -353,7 +366,7 @@ Result<std::shared_ptr<Store::Impl>> OpenMemoryStore(const Options& options) {
   CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(impl->root + "/" + kPacksDir));
   CHUNKSTORE_RETURN_IF_ERROR(env->CreateDir(impl->root + "/" + kTmpDir));
   StoreConfig c;
-  c.format = kDirectoryFormat;
+  c.format = kDirectoryCreateFormat;
   c.id = RandomHex(16);
   c.meta = meta;
   CHUNKSTORE_RETURN_IF_ERROR(DirectoryLog::Create(env, impl->root, c.id, EmptyCheckpoint(), false));

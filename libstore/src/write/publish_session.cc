@@ -192,44 +192,85 @@ Status PublishSession::ResolvePending(PublishResult* current) {
   return Status::OK();
 }
 
+Status PublishSession::AddRow(ObjectRow row, const std::string& name, PublishResult result, const ObjectRole& role) {
+  row.created = NowSeconds();
+  row.pinned = name.empty() && !role.member;
+  row.tree = role.tree;
+  if (role.tree) row.refs = role.refs;
+  // The same content twice in one tree is one row. Whether the store
+  // holds a member already is settled at commit, holding the log.
+  const bool droppable = (role.member || role.tree) && !row.pinned;
+  const bool list = !(droppable && listed_ids_.count(row.id));
+  if (list) listed_ids_.insert(row.id);
+  result.id = row.id.ObjectId();
+  result.size = row.size;
+  result.chunks = row.chunk_count;
+  result.name = name;
+  names_.emplace_back(name, row.id);
+  objects_.push_back(std::move(row));
+  listed_.push_back(list);
+  droppable_.push_back(droppable);
+  member_.push_back(role.member);
+  results_.push_back(std::move(result));
+  return Status::OK();
+}
+
 Status PublishSession::FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
                                     const std::vector<ChainState>& chain, const std::string& name,
-                                    PublishResult result) {
+                                    PublishResult result, const ObjectRole& role) {
   ObjectRow row;
   row.id = id;
   row.size = size;
   row.chunk_count = static_cast<uint32_t>(entries.size());
   row.manifest = EncodeManifest(id, size, entries, chain);
-  row.created = NowSeconds();
-  row.pinned = name.empty();
-  objects_.push_back(std::move(row));
-  names_.emplace_back(name, id);
-  result.id = id.ObjectId();
-  result.size = size;
-  result.chunks = entries.size();
-  result.name = name;
-  results_.push_back(std::move(result));
-  return Status::OK();
+  return AddRow(std::move(row), name, std::move(result), role);
 }
 
 Status PublishSession::FinishInline(const Digest& id, std::string content, const std::string& name,
-                                    PublishResult result) {
+                                    PublishResult result, const ObjectRole& role) {
   ObjectRow row;
   row.id = id;
   row.size = content.size();
   row.chunk_count = 0;
   result.new_bytes += content.size();
   row.manifest = std::move(content);
-  row.created = NowSeconds();
-  row.pinned = name.empty();
-  objects_.push_back(std::move(row));
-  names_.emplace_back(name, id);
-  result.id = id.ObjectId();
-  result.size = objects_.back().size;
-  result.chunks = 0;
-  result.name = name;
-  results_.push_back(std::move(result));
-  return Status::OK();
+  return AddRow(std::move(row), name, std::move(result), role);
+}
+
+Result<PublishResult> PublishSession::AddWhole(IngestedChunk& c, const std::string& name, const ObjectRole& role) {
+  if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
+  if (c.length == 0) {  // the empty object has no chunk (and is never inline)
+    CHUNKSTORE_RETURN_IF_ERROR(FinishObject(Sha256::Of(nullptr, 0), 0, {}, {}, name, PublishResult(), role));
+    return results_.back();
+  }
+  c.offset = 0;
+  c.whole_input = true;
+  // Larger chunks are looked up one by one as they come (small ones wait
+  // for a group): a chunk the store has is not written twice.
+  if (!c.known && c.length >= kDeferBelow && c.length > t_.meta.inline_max) {
+    Result<std::optional<ChunkLocation>> r = t_.index->Lock()->FindChunk(c.id);
+    if (!r.ok()) return r.status();
+    c.known = r->has_value();
+  }
+  PublishResult result;
+  SessionSink sink(this, &result);
+  CHUNKSTORE_RETURN_IF_ERROR(sink.Accept(c));
+  if (sink.inline_content) {
+    CHUNKSTORE_RETURN_IF_ERROR(FinishInline(c.id, std::move(*sink.inline_content), name, result, role));
+    return results_.back();
+  }
+  CHUNKSTORE_RETURN_IF_ERROR(FinishObject(c.id, c.length, std::move(sink.entries), {ChainStart()}, name, result, role));
+  return results_.back();
+}
+
+Result<uint64_t> PublishSession::ReuseObject(const Digest& id) {
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
+  Result<std::optional<ObjectRow>> have = t_.index->Lock()->FindObject(id);
+  if (!have.ok()) return have.status();
+  if (!have->has_value()) return Status::NotFound("no object " + id.ObjectId());
+  reused_objects_.push_back(id);
+  return (*have)->size;
 }
 
 Status PublishSession::TakeMark() {
@@ -258,7 +299,7 @@ std::vector<ManifestEntry> PublishSession::EarlierVersion(const Source& source, 
   return std::move(*e);
 }
 
-Result<PublishResult> PublishSession::AddSource(Source& source, const std::string& name) {
+Result<PublishResult> PublishSession::AddSource(Source& source, const std::string& name, const ObjectRole& role) {
   if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
   CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
   PublishResult result;
@@ -273,11 +314,11 @@ Result<PublishResult> PublishSession::AddSource(Source& source, const std::strin
   Result<IngestOutcome> out = Ingest(source, cfg, &sink);
   if (!out.ok()) return out.status().WithContext("cannot publish " + source.Describe());
   if (sink.inline_content) {
-    CHUNKSTORE_RETURN_IF_ERROR(FinishInline(out->object_id, std::move(*sink.inline_content), name, result));
+    CHUNKSTORE_RETURN_IF_ERROR(FinishInline(out->object_id, std::move(*sink.inline_content), name, result, role));
     return results_.back();
   }
   CHUNKSTORE_RETURN_IF_ERROR(
-      FinishObject(out->object_id, out->size, std::move(sink.entries), out->chain, name, result));
+      FinishObject(out->object_id, out->size, std::move(sink.entries), out->chain, name, result, role));
   return results_.back();
 }
 
@@ -335,7 +376,7 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedState& p, const 
 Status PublishSession::Commit() {
   if (done_) return Status::InvalidArgument("this publish was already committed or abandoned");
   Status s = ResolvePending(nullptr);
-  if (s.ok() && objects_.empty() && sealed_.empty() && !writer_) {  // nothing was added
+  if (s.ok() && objects_.empty() && sealed_.empty() && !writer_ && reused_objects_.empty()) {  // nothing was added
     done_ = true;
     return Status::OK();
   }
@@ -353,13 +394,12 @@ Status PublishSession::Commit() {
   change.time = NowSeconds();
   for (const Sealed& p : sealed_) change.packs.push_back({p.writer->name, p.writer->size});
   for (const auto& [id, loc] : new_chunks_) change.chunks.push_back({id, static_cast<uint32_t>(loc.pack_id), loc});
-  change.objects = std::move(objects_);
-  objects_.clear();
-  for (size_t i = 0; i < change.objects.size(); ++i) {
+  for (const auto& [name, id] : names_) {
     // A name's versions are numbered as they are applied; its time is the
     // change's.
-    if (!names_[i].first.empty()) change.names.push_back({names_[i].first, names_[i].second, 0, 0});
+    if (!name.empty()) change.names.push_back({name, id, 0, 0});
   }
+  std::vector<size_t> result_of;  // per change.objects: its index in results_
   Applied applied;
   bool made = false;
   {
@@ -370,8 +410,10 @@ Status PublishSession::Commit() {
       // committing would leave an object pointing at nothing. Unless the
       // index shows that nothing can have removed one, check each again.
       auto db = t_.index->Lock();
+      ReadTxn txn(db.get());
+      s = txn.status();
       bool unchanged = false;
-      if (mark_ && mark_index_ == db.get()) {
+      if (s.ok() && mark_ && mark_index_ == db.get()) {
         Result<Index::ChangeMark> now = db->Mark();
         unchanged = now.ok() && *now == *mark_;
       }
@@ -382,13 +424,48 @@ Status PublishSession::Commit() {
           s = Status::Busy("a concurrent gc removed chunk " + reused_[i].Hex() +
                            ", which this publish reuses; publish again");
       }
+      for (size_t i = 0; s.ok() && !unchanged && i < reused_objects_.size(); ++i) {
+        Result<std::optional<ObjectRow>> row = db->FindObject(reused_objects_[i]);
+        if (!row.ok()) s = row.status();
+        else if (!row->has_value())
+          s = Status::Busy("object " + reused_objects_[i].ObjectId() +
+                           ", which this publish's tree names, was removed meanwhile; publish again");
+      }
+      // Members of a tree the store holds as they are would only be
+      // repeated in the log (a republished tree names thousands); with the
+      // log held, none can go before this change is made.
+      for (size_t i = 0; s.ok() && i < objects_.size(); ++i) {
+        if (!listed_[i] || !droppable_[i]) continue;
+        Result<std::optional<ObjectRow>> have = db->FindObject(objects_[i].id);
+        if (!have.ok()) {
+          s = have.status();
+          break;
+        }
+        if (!have->has_value()) continue;
+        if (objects_[i].tree) {
+          Result<bool> tree = db->IsTree(objects_[i].id);
+          if (!tree.ok()) s = tree.status();
+          if (!tree.ok() || !*tree) continue;
+        }
+        listed_[i] = false;
+      }
     }
-    if (s.ok()) s = (*held)->Commit(change, &applied, &made);
+    for (size_t i = 0; s.ok() && i < objects_.size(); ++i) {
+      if (!listed_[i]) continue;
+      result_of.push_back(i);
+      change.objects.push_back(std::move(objects_[i]));
+    }
+    objects_.clear();
+    if (s.ok() && !change.empty()) s = (*held)->Commit(change, &applied, &made);
   }
   // An inline object already stored (or added earlier in this session)
   // added nothing after all.
   for (size_t i = 0; i < applied.added.size() && i < change.objects.size(); ++i)
-    if (!applied.added[i] && IsInline(change.objects[i].size, change.objects[i].chunk_count)) results_[i].new_bytes = 0;
+    if (!applied.added[i] && IsInline(change.objects[i].size, change.objects[i].chunk_count))
+      results_[result_of[i]].new_bytes = 0;
+  // Nor did one left out of the change because the store held it.
+  for (size_t i = 0; i < listed_.size(); ++i)
+    if (!listed_[i] && IsInline(results_[i].size, static_cast<uint32_t>(results_[i].chunks))) results_[i].new_bytes = 0;
   if (!s.ok() && !made) {
     Abort();
     return s.WithContext("cannot commit the publish");

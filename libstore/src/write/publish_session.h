@@ -45,16 +45,58 @@ struct PublishTarget {
   const void* owner = nullptr;  // the store: prepared objects must come from it
 };
 
+// What an added object is besides its bytes.
+struct ObjectRole {
+  // Part of a tree: neither pinned nor named, kept alive by the tree that
+  // names it. An object the store holds already is not listed again.
+  bool member = false;
+  // A tree object (format/tree.h) naming refs (sorted, distinct).
+  bool tree = false;
+  std::vector<Digest> refs;
+};
+
 class PublishSession {
  public:
   explicit PublishSession(PublishTarget target) : t_(std::move(target)) {}
   ~PublishSession();
 
-  Result<PublishResult> AddSource(Source& source, const std::string& name);
+  Result<PublishResult> AddSource(Source& source, const std::string& name, const ObjectRole& role = {});
+  // A one-chunk object whose chunk was read, hashed and (if larger than
+  // inline objects) compressed elsewhere, as Ingest would have: c.id is
+  // the SHA-256 of c.data[0, c.length), which is the whole content, and
+  // c.codec and c.packed what TryCompress gave. For the small files of a
+  // tree, prepared on many threads at once.
+  Result<PublishResult> AddWhole(IngestedChunk& c, const std::string& name, const ObjectRole& role);
+  // Records that something added to this session (a tree) names an object
+  // the store holds without adding it again, and returns its size;
+  // NotFound if the index lacks it. Commit checks again that it is still
+  // there.
+  Result<uint64_t> ReuseObject(const Digest& id);
+  // The same for objects the caller found in the index itself, after
+  // TakeMark (so that a removal since is seen at commit).
+  void NoteReused(const Digest& id) { reused_objects_.push_back(id); }
+  // Takes the mark a commit compares with (see mark_); call before any
+  // lookup whose answer the commit relies on.
+  Status TakeMark();
   Result<PublishResult> AddPrepared(const PreparedState& prepared, const std::string& name);
   // Commits everything added; fills in name versions in results().
   Status Commit();
   std::vector<PublishResult>& results() { return results_; }
+  // After Commit: gives results_[root] the new bytes of every result from
+  // first to root (a tree's members and subtrees, the root last).
+  void SumNewBytes(size_t first, size_t root) {
+    uint64_t sum = 0;
+    for (size_t i = first; i <= root && i < results_.size(); ++i) sum += results_[i].new_bytes;
+    if (root < results_.size()) results_[root].new_bytes = sum;
+  }
+  // The results of what was added in its own right, not as part of a tree
+  // (ObjectRole::member), in the order added.
+  std::vector<PublishResult> TopResults() const {
+    std::vector<PublishResult> out;
+    for (size_t i = 0; i < results_.size(); ++i)
+      if (!member_[i]) out.push_back(results_[i]);
+    return out;
+  }
 
   // The chunk list of the newest object of the source's size, when the
   // source is large enough for an ingest with cfg to use it (see
@@ -73,11 +115,16 @@ class PublishSession {
              const std::vector<uint8_t>& packed, size_t result_index);
   Status ResolvePending(PublishResult* current);
   Status FinishObject(const Digest& id, uint64_t size, std::vector<ManifestEntry> entries,
-                      const std::vector<ChainState>& chain, const std::string& name, PublishResult result);
+                      const std::vector<ChainState>& chain, const std::string& name, PublishResult result,
+                      const ObjectRole& role = {});
   // An object kept in its index row (size 1 to meta.inline_max).
-  Status FinishInline(const Digest& id, std::string content, const std::string& name, PublishResult result);
+  Status FinishInline(const Digest& id, std::string content, const std::string& name, PublishResult result,
+                      const ObjectRole& role = {});
+  // Records row with its name and result; a member or tree this session
+  // holds already is listed once, and one the store holds is left out of
+  // the change at commit.
+  Status AddRow(ObjectRow row, const std::string& name, PublishResult result, const ObjectRole& role);
   void Abort();
-  Status TakeMark();
   // Seals the current writer (its bytes go on their way to durability)
   // and starts a new one on the next chunk.
   Status SealWriter();
@@ -104,9 +151,16 @@ class PublishSession {
   std::vector<Pending> pending_;
   std::unordered_set<Digest, DigestHash> pending_ids_;
   size_t pending_bytes_ = 0;
+  // Parallel, one per added object: its row, whether the change lists it,
+  // its name ("" for none) and its result.
   std::vector<ObjectRow> objects_;
-  std::vector<std::pair<std::string, Digest>> names_;  // "" for no name
+  std::vector<bool> listed_;
+  std::vector<bool> droppable_;  // a member or subtree: left out at commit if the store holds it
+  std::vector<bool> member_;
+  std::vector<std::pair<std::string, Digest>> names_;
   std::vector<PublishResult> results_;
+  std::unordered_set<Digest, DigestHash> listed_ids_;
+  std::vector<Digest> reused_objects_;  // named by a tree, not listed; re-checked at commit
   bool done_ = false;
   struct Sealed {
     std::unique_ptr<PackWriter> writer;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Sparse output (sparse_output.h).
-#include "sparse_output.h"
+// Sparse output (sparse_file.h).
+#include "backend/sparse_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace cli {
+namespace chunkstore::internal {
 
 namespace {
 constexpr size_t kReserveRun = 64 << 10;
@@ -30,7 +30,11 @@ bool AllZero(const uint8_t* data, size_t n) {
   return acc == 0;
 }
 
-SparseWriter::SparseWriter(int fd, bool sparse) : fd_(fd) {
+SparseWriter::SparseWriter(int fd, bool sparse, bool fresh) : fd_(fd), fresh_(fresh) {
+  if (fresh) {
+    sparse_ = sparse;
+    return;
+  }
   struct stat st;
   if (!sparse || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
   const int flags = ::fcntl(fd, F_GETFL);
@@ -114,7 +118,7 @@ bool SparseWriter::Finish() {
   // pwrite left the offset where it was; whoever writes next to this
   // descriptor (the next command of `{ cat a; cat b; } > FILE`) goes on
   // after the object.
-  return ::lseek(fd_, static_cast<off_t>(pos_), SEEK_SET) >= 0;
+  return fresh_ || ::lseek(fd_, static_cast<off_t>(pos_), SEEK_SET) >= 0;
 }
 
-}  // namespace cli
+}  // namespace chunkstore::internal

@@ -13,13 +13,16 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace cli {
+namespace chunkstore::internal {
 
 class SparseWriter {
  public:
   // fd: the output, at its current offset. sparse = false writes every
-  // byte (as --no-sparse asks).
-  SparseWriter(int fd, bool sparse);
+  // byte (as --no-sparse asks). fresh: fd is a regular file this process
+  // has just created, empty and not shared, so nothing about it needs
+  // asking (a tree restore writes thousands; three system calls each
+  // would be a fair share of the work), and its offset is left alone.
+  SparseWriter(int fd, bool sparse, bool fresh = false);
 
   // Whether holes are being made (a regular file, written from its end).
   bool sparse() const { return sparse_; }
@@ -40,9 +43,10 @@ class SparseWriter {
   size_t block_ = 4096;
   uint64_t pos_ = 0;     // offset in the file of the next byte
   bool holes_ = false;   // a block was skipped (the length may need setting)
+  bool fresh_ = false;
 };
 
 // Whether every byte of data[0, n) is zero.
 bool AllZero(const uint8_t* data, size_t n);
 
-}  // namespace cli
+}  // namespace chunkstore::internal

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// Trees on a bucket store: one machine publishes a directory, another
+// restores it exactly; the bucket's config is raised to the format that
+// holds trees, and gc on any machine keeps a tree's files while it lives.
+// Built into unit_tests (in-memory and directory buckets) and s3_tests.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "bucket_fixture.h"
+#include "test_util.h"
+#include "tree_util.h"
+
+namespace chunkstore {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Backend;
+
+class BucketTreeTest : public testing::BucketTest {};
+
+TEST_P(BucketTreeTest, ATreeTravelsToAnotherMachineWhole) {
+  const std::string src = dir_ / "src";
+  fs::create_directories(src + "/sub/empty");
+  testing::MakeFile(src + "/a", testing::RandomBytes(300000, 1), 0640, 1600000000123000000);
+  testing::MakeFile(src + "/sub/b", testing::RandomBytes(20, 2), 0755, 1600000000000000007);
+  fs::create_symlink("../a", src + "/sub/link");
+  testing::SetMtime(src + "/sub/empty", 1500000000000000000);
+  testing::SetMtime(src + "/sub", 1500000000000000001);
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+    auto t = a->PublishTree(src, "data/v1");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+  }
+  auto config = backend_->Get("config");
+  ASSERT_TRUE(config.ok());
+  EXPECT_NE(std::string(config->begin(), config->end()).find("format 3\n"), std::string::npos);
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(b);
+  auto r = b->Restore("data/v1", dir_ / "out");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(testing::Listing(dir_ / "out"), testing::Listing(src));
+  auto gc = b->Gc(testing::GcNow());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->objects_removed, 0u);
+  auto v = b->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
+  ASSERT_TRUE(b->RemoveName("data/v1").ok());
+  gc = b->Gc(testing::GcNow());
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->objects_removed, 5u);  // three trees (the root, sub, sub/empty) and two files
+}
+
+#ifdef CHUNKSTORE_TEST_S3
+INSTANTIATE_TEST_SUITE_P(S3, BucketTreeTest, ::testing::Values(Backend::kS3));
+#else
+INSTANTIATE_TEST_SUITE_P(Local, BucketTreeTest, ::testing::Values(Backend::kMemory, Backend::kDirectory),
+                         [](const ::testing::TestParamInfo<Backend>& p) {
+                           return p.param == Backend::kMemory ? "Memory" : "Directory";
+                         });
+#endif
+
+}  // namespace
+}  // namespace chunkstore

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+// Trees are input like any other: trees forged into a store's log (what a
+// writer with access to its files could do) and destinations holding
+// symlinks that point elsewhere. A restore reports them and never writes
+// outside its destination.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "log_forge.h"
+#include "test_util.h"
+#include "tree_util.h"
+
+namespace chunkstore {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::MakeFile;
+using testing::ReadFile;
+
+void Put(std::string& s, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
+}
+
+// A tree's bytes with the given entries, written without any check: each
+// entry is (type, name, object) with a file's fields filled in.
+std::string RawTree(const std::vector<std::tuple<uint8_t, std::string, internal::Digest, uint64_t>>& entries) {
+  std::string s("CKTREE1\n", 8);
+  Put(s, 0755, 4);
+  Put(s, 0, 8);
+  Put(s, entries.size(), 4);
+  for (const auto& [type, name, id, size] : entries) {
+    Put(s, type, 1);
+    Put(s, name.size(), 2);
+    s += name;
+    if (type == 1 || type == 4) {
+      Put(s, 0644, 4);
+      Put(s, 0, 8);
+      Put(s, size, 8);
+    }
+    s.append(reinterpret_cast<const char*>(id.bytes.data()), 32);
+  }
+  return s;
+}
+
+class HostileTree : public ::testing::Test {
+ protected:
+  // Publishes bytes as a plain object named name, then forges the log so
+  // that the store takes it for a tree naming refs, and rebuilds the index.
+  void ForgeTree(const std::string& bytes, const std::string& name, const std::vector<internal::Digest>& refs) {
+    {
+      auto s = Store::Open(store_dir());
+      ASSERT_TRUE(s.ok());
+      auto p = (*s)->PublishBytes(bytes.data(), bytes.size(), name);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      forged_ = *internal::Digest::FromHex(p->id.substr(7));
+    }
+    testing::RewriteLog(store_dir(), [&](internal::ChangeSet& c) {
+      for (auto& o : c.objects)
+        if (o.id == forged_) {
+          o.tree = true;
+          o.refs = refs;
+        }
+    });
+    Options o;
+    o.rebuild_index = true;
+    auto s = Store::Open(store_dir(), o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+  std::string store_dir() { return dir_ / "store"; }
+  // A file the store holds, for forged entries to name.
+  internal::Digest Victim() {
+    auto s = Store::Open(store_dir());
+    EXPECT_TRUE(s.ok());
+    auto p = (*s)->PublishBytes("secret", 6);
+    EXPECT_TRUE(p.ok());
+    return *internal::Digest::FromHex(p->id.substr(7));
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+  internal::Digest forged_;
+};
+
+TEST_F(HostileTree, ForgedNamesAreRefusedAndNothingEscapes) {
+  const internal::Digest victim = Victim();
+  struct Case {
+    std::string what, bytes;
+  };
+  const std::vector<Case> cases = {
+      {"dot-dot", RawTree({{1, "..", victim, 6}})},
+      {"a path", RawTree({{1, "../escape", victim, 6}})},
+      {"absolute", RawTree({{1, "/tmp/escape", victim, 6}})},
+      {"dot", RawTree({{2, ".", victim, 0}})},
+      {"empty", RawTree({{1, "", victim, 6}})},
+      {"nul", RawTree({{1, std::string("esc\0ape", 7), victim, 6}})},
+      {"twice", RawTree({{1, "same", victim, 6}, {1, "same", victim, 6}})},
+      {"a device", RawTree({{4, "sda", victim, 0}})},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string name = "evil" + std::to_string(n++);
+    ForgeTree(c.bytes, name, {victim});
+    const std::string dest = dir_ / ("out/" + name);
+    auto r = store_->Restore(name, dest);
+    EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_FALSE(fs::exists(dir_ / "escape"));
+    EXPECT_FALSE(fs::exists(dir_ / "out/escape"));
+    EXPECT_FALSE(fs::exists("/tmp/escape"));
+    if (fs::exists(dest)) {
+      EXPECT_TRUE(fs::is_empty(dest));
+    }
+    EXPECT_TRUE(store_->OpenTree(name).status().IsCorruption());
+    auto v = store_->Verify();
+    ASSERT_TRUE(v.ok());
+    bool bad_tree = false;
+    for (const auto& p : v->problems) bad_tree = bad_tree || (p.kind == "bad-tree" && p.object_id == forged_.ObjectId());
+    EXPECT_TRUE(bad_tree);
+    store_.reset();
+  }
+}
+
+TEST_F(HostileTree, ForgedRefsAndSizesAreCaught) {
+  const internal::Digest victim = Victim();
+  internal::Digest other = victim;
+  other.bytes[0] ^= 1;  // an object the store does not have
+  // A tree whose recorded refs leave out what it lists: gc would free it.
+  ForgeTree(RawTree({{1, "file", victim, 6}}), "hidden", {});
+  auto v = store_->Verify();
+  ASSERT_TRUE(v.ok());
+  ASSERT_FALSE(v->problems.empty());
+  EXPECT_EQ(v->problems[0].kind, "bad-tree");
+  store_.reset();
+  // One that names an object the store lacks.
+  ForgeTree(RawTree({{1, "file", other, 6}}), "dangling", {other});
+  v = store_->Verify();
+  ASSERT_TRUE(v.ok());
+  bool dangling = false;
+  for (const auto& p : v->problems) dangling = dangling || p.kind == "dangling-tree-entry";
+  EXPECT_TRUE(dangling);
+  EXPECT_TRUE(store_->Restore("dangling", dir_ / "out1").status().IsNotFound());
+  store_.reset();
+  // One that gives a file another size than its object has.
+  ForgeTree(RawTree({{1, "file", victim, 600}}), "sized", {victim});
+  auto r = store_->Restore("sized", dir_ / "out2");
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_FALSE(fs::exists(dir_ / "out2/file"));
+  store_.reset();
+  // A directory entry that names a plain object.
+  ForgeTree(RawTree({{2, "dir", victim, 0}}), "notatree", {victim});
+  r = store_->Restore("notatree", dir_ / "out3");
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(fs::exists(dir_ / "out3/dir/secret"));
+}
+
+class HostileDest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    src_ = dir_ / "src";
+    fs::create_directories(src_ + "/sub");
+    MakeFile(src_ + "/a.txt", {'a'}, 0644, 1600000000000000000);
+    MakeFile(src_ + "/sub/f", {'f'}, 0644, 1600000000000000000);
+    outside_ = dir_ / "outside";
+    fs::create_directories(outside_);
+    MakeFile(outside_ + "/target", {'k', 'e', 'e', 'p'}, 0644, 1);
+    auto s = Store::Open(dir_ / "store");
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->PublishTree(src_, "t").ok());
+  }
+  testing::TempDir dir_;
+  std::string src_, outside_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(HostileDest, SymlinksInTheDestinationAreReplacedNotFollowed) {
+  const std::string out = dir_ / "out";
+  fs::create_directories(out);
+  fs::create_directory_symlink(outside_, out + "/sub");       // where the tree has a directory
+  fs::create_symlink(outside_ + "/target", out + "/a.txt");   // where it has a file
+  auto r = store_->Restore("t", out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(fs::exists(outside_ + "/f"));
+  EXPECT_EQ(ReadFile(outside_ + "/target"), (std::vector<uint8_t>{'k', 'e', 'e', 'p'}));
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(out + "/sub")));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(out + "/a.txt")));
+  EXPECT_EQ(testing::Listing(out), testing::Listing(src_));
+}
+
+TEST_F(HostileDest, ALinkTheRestoreMadeIsNeverWrittenThrough) {
+  // Version 2 has a symlink where version 1 has a directory with a file;
+  // restoring 2 then 1 over the same destination must replace the link.
+  fs::remove_all(src_ + "/sub");
+  fs::create_directory_symlink(outside_, src_ + "/sub");
+  ASSERT_TRUE(store_->PublishTree(src_, "t").ok());
+  const std::string out = dir_ / "out";
+  ASSERT_TRUE(store_->Restore("t@2", out).ok());
+  EXPECT_TRUE(fs::is_symlink(out + "/sub"));
+  auto r = store_->Restore("t@1", out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(fs::exists(outside_ + "/f"));
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(out + "/sub")));
+  EXPECT_EQ(ReadFile(out + "/sub/f"), (std::vector<uint8_t>{'f'}));
+}
+
+TEST_F(HostileDest, DamagedContentLeavesNoFileUnderItsName) {
+  // A big file's chunk damaged: the restore fails naming it, and the file
+  // is not left half written.
+  MakeFile(src_ + "/big", testing::RandomBytes(3 << 20, 5), 0644, 1600000000000000000);
+  auto t = store_->PublishTree(src_, "big");
+  ASSERT_TRUE(t.ok());
+  auto chunks = store_->Chunks("big:big");
+  ASSERT_TRUE(chunks.ok());
+  store_.reset();
+  // The largest pack holds the big file's chunk.
+  fs::path pack;
+  uintmax_t size = 0;
+  for (auto& e : fs::directory_iterator(dir_ / "store/packs"))
+    if (e.file_size() > size) {
+      size = e.file_size();
+      pack = e.path();
+    }
+  {
+    std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f.put('\x5a');
+    f.seekp(static_cast<std::streamoff>(size / 2 + 1));
+    f.put('\xa5');
+  }
+  auto s = Store::Open(dir_ / "store");
+  ASSERT_TRUE(s.ok());
+  auto r = (*s)->Restore("big", dir_ / "out");
+  ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("big"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(r.status().object_id().empty());
+  EXPECT_FALSE(fs::exists(dir_ / "out/big"));
+  for (auto& e : fs::directory_iterator(dir_ / "out"))
+    EXPECT_EQ(e.path().filename().string().find(".chunkstore-"), std::string::npos) << e.path();
+}
+
+}  // namespace
+}  // namespace chunkstore
