@@ -12,6 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_cli import cli_section  # noqa: E402
 from report_real import chunking_section, codecs_section, real_section  # noqa: E402
+from report_trees import trees_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEAS = os.path.join(ROOT, "docs", "measurements")
@@ -554,6 +555,8 @@ def main():
     s3_path = newest("bench-s3-*.json")
     real_path, codecs_path, chunking_path = newest("real-*.json"), newest("codecs-*.json"), newest("chunking-*.json")
     real, codecs, chunking = load(real_path), load(codecs_path), load(chunking_path)
+    trees_path = newest("trees-*.json")
+    trees = load(trees_path)
     s3 = load(s3_path)
     cli_path = newest("cli-*.json")
     cli = load(cli_path)
@@ -645,6 +648,10 @@ store, built from Debian packages by the scripts themselves
 ### Compared with restic, borg and casync on real data
 
 {real_section(real, rel(real_path) if real_path else "")}
+
+### Trees compared with restic, borg and casync
+
+{trees_section(trees, rel(trees_path) if trees_path else "")}
 
 ### Codecs on real data
 

@@ -137,7 +137,9 @@ int Crash(int argc, char** argv) {
         removed.insert(line.substr(2));
       }
     }
-    if (!fs::exists(dir + "/store/index.db")) continue;  // killed before the store existed
+    // A directory is a store once its config exists (docs/format.md): a kill
+    // before that left only the start of a creation, which is no store.
+    if (!fs::exists(dir + "/store/config")) continue;
     chunkstore::Options o = CampaignOptions();
     o.create_if_missing = false;
     auto opened = Store::Open(dir + "/store", o);

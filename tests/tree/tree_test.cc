@@ -492,5 +492,28 @@ TEST_F(TreeTest, ABatchCommitsTreesAndFilesAtOnce) {
   EXPECT_TRUE(store_->Resolve("loose").ok());
 }
 
+TEST_F(TreeTest, ReadOnlyDirectoriesRestoreAndUpdate) {
+  fs::create_directories(src_ + "/ro");
+  MakeFile(src_ + "/ro/f", {'1'}, 0444, 1600000000000000000);
+  ::chmod((src_ + "/ro").c_str(), 0555);
+  SetMtime(src_ + "/ro", 1600000000000000001);
+  ASSERT_TRUE(store_->PublishTree(src_, "ro").ok());
+  ASSERT_TRUE(store_->Restore("ro", dir_ / "out").ok());
+  EXPECT_EQ(Listing(dir_ / "out"), Listing(src_));
+  // A new version of the file inside the read-only directory.
+  ::chmod((src_ + "/ro").c_str(), 0755);
+  ::chmod((src_ + "/ro/f").c_str(), 0644);
+  MakeFile(src_ + "/ro/f", {'2'}, 0444, 1600000000000000005);
+  ::chmod((src_ + "/ro").c_str(), 0555);
+  SetMtime(src_ + "/ro", 1600000000000000001);
+  ASSERT_TRUE(store_->PublishTree(src_, "ro").ok());
+  auto r = store_->Restore("ro", dir_ / "out");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_written, 1u);
+  EXPECT_EQ(Listing(dir_ / "out"), Listing(src_));
+  ::chmod((dir_ / "out/ro").c_str(), 0755);  // so the fixture can clean up as any user
+  ::chmod((src_ + "/ro").c_str(), 0755);
+}
+
 }  // namespace
 }  // namespace chunkstore

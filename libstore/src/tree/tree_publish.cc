@@ -207,8 +207,13 @@ Status Walker::WalkDir(int fd, size_t node, int depth) {
       e.type = EntryType::kDirectory;
       subdirs.emplace_back(dirs_[node].tree.entries.size(), sub);
     } else if (S_ISLNK(st.st_mode)) {
-      std::string target(static_cast<size_t>(st.st_size > 0 ? st.st_size : PATH_MAX) + 1, '\0');
-      const ssize_t n = ::readlinkat(fd, name.c_str(), target.data(), target.size());
+      // A buffer a byte longer than lstat said: a target that fills it was
+      // changed meanwhile and is read again into a larger one.
+      std::string target(static_cast<size_t>(st.st_size > 0 ? st.st_size : 64) + 1, '\0');
+      ssize_t n;
+      while ((n = ::readlinkat(fd, name.c_str(), target.data(), target.size())) == static_cast<ssize_t>(target.size()) &&
+             target.size() <= kMaxLinkTarget)
+        target.resize(target.size() * 2);
       if (n < 0) {
         if (errno == ENOENT) {
           Skip(child, "vanished");

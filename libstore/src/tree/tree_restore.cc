@@ -112,8 +112,9 @@ class Restorer {
   }
   ~Restorer() { StopWorkers(); }
 
-  // Fills the directory open at dest_fd from tree.
-  Status RestoreTree(Fd dest_fd, const Digest& tree);
+  // Fills the directory open at dest_fd from tree (fresh: made just now,
+  // so empty).
+  Status RestoreTree(Fd dest_fd, const Digest& tree, bool fresh);
   // Writes one object as the file name in the directory open at dir_fd.
   Status RestoreFile(int dir_fd, const std::string& name, const std::string& path, const TreeNode& entry,
                      bool has_metadata);
@@ -421,6 +422,10 @@ Status Restorer::Fill(const std::shared_ptr<DirState>& dir, const TreeData& tree
     if (!exists && ::mkdirat(fd, e.name.c_str(), 0700) != 0) return Errno("cannot create directory", path);
     Fd sub(::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (sub.get() < 0) return Errno("cannot open directory", path);
+    // One a tree made read-only last time is writable until it is done (its
+    // tree's mode is set again at the end).
+    if (exists && (st.st_mode & S_IWUSR) == 0 && ::fchmod(sub.get(), (st.st_mode & 07777) | S_IRWXU) != 0)
+      return Errno("cannot make writable", path);
     Result<TreeData> subtree = ReadTree(impl_, e.id);
     if (!subtree.ok()) return subtree.status();
     auto child = std::make_shared<DirState>();
@@ -447,12 +452,13 @@ Status Restorer::Fill(const std::shared_ptr<DirState>& dir, const TreeData& tree
   return Status::OK();
 }
 
-Status Restorer::RestoreTree(Fd dest_fd, const Digest& tree) {
+Status Restorer::RestoreTree(Fd dest_fd, const Digest& tree, bool fresh) {
   Result<TreeData> root = ReadTree(impl_, tree);
   if (!root.ok()) return root.status();
   auto dir = std::make_shared<DirState>();
   dir->fd = std::move(dest_fd);
   dir->path = ".";
+  dir->fresh = fresh;
   dir->mode = root->mode;
   dir->mtime_ns = root->mtime_ns;
   ++dirs_;
@@ -515,17 +521,17 @@ Status Restorer::RestoreFile(int dir_fd, const std::string& name, const std::str
   return Status::OK();
 }
 
-// Creates dir and any missing parents (mkdir -p); the last one 0700 until
-// its tree gives it a mode.
-Status MakeDirs(const std::string& dir) {
+// Creates dir and any missing parents (mkdir -p): the parents as mkdir -p
+// would, the last one 0700 until its tree gives it a mode.
+Status MakeDirs(const std::string& dir, mode_t mode = 0700) {
   struct stat st;
   if (::stat(dir.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(dir + " exists and is not a directory");
     return Status::OK();
   }
   const size_t slash = dir.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) CHUNKSTORE_RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash)));
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Errno("cannot create directory", dir);
+  if (slash != std::string::npos && slash > 0) CHUNKSTORE_RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash), 0777));
+  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) return Errno("cannot create directory", dir);
   return Status::OK();
 }
 
@@ -553,12 +559,17 @@ Result<RestoreReport> Store::Restore(const std::string& ref, const std::string& 
   RestoreReport report;
   Restorer restorer(this, impl_.get(), options, &report);
   if (what->type == EntryType::kDirectory) {
+    struct stat st;
+    const bool existed = ::lstat(dest.c_str(), &st) == 0;
     CHUNKSTORE_RETURN_IF_ERROR(MakeDirs(dest));
     Fd fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (fd.get() < 0) return Errno("cannot open", dest);
     if (have_store && InsideDir(fd.get(), store_st.st_dev, store_st.st_ino))
       return Status::InvalidArgument("refusing to restore into " + dest + ": it is inside the store " + impl_->root);
-    CHUNKSTORE_RETURN_IF_ERROR(restorer.RestoreTree(std::move(fd), *id));
+    if (::fstat(fd.get(), &st) != 0) return Errno("cannot stat", dest);
+    if ((st.st_mode & S_IWUSR) == 0 && ::fchmod(fd.get(), (st.st_mode & 07777) | S_IRWXU) != 0)
+      return Errno("cannot make writable", dest);
+    CHUNKSTORE_RETURN_IF_ERROR(restorer.RestoreTree(std::move(fd), *id, !existed));
     return report;
   }
   // One file: dest names it; its directory must exist.

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The trees section of docs/performance.md (scripts/report.py calls it):
+chunkstore's trees beside restic, borg and casync on the Linux source tree
+(compare_trees.py), with the targets of the trees issue."""
+
+
+def _fmt(v, digits=2):
+    return f"{v:,.{digits}f}"
+
+
+def _mm(s, digits=2, scale=1.0):
+    return f"{_fmt(s['median'] / scale, digits)} ({_fmt(s['min'] / scale, digits)}–{_fmt(s['max'] / scale, digits)})"
+
+
+def _met(ok):
+    return "met" if ok else "**not met**"
+
+
+def trees_section(trees, rel_path):
+    if not trees:
+        return ("Not measured yet: run `scripts/compare-trees.sh` (as root), which writes "
+                "`docs/measurements/trees-DATE.json`, then `python3 scripts/report.py`.")
+    d = trees["dataset"]
+    v = trees["versions"]
+    commit = f" at commit {trees['git_commit']}" if trees.get("git_commit") else ""
+    lines = [f"Measured {trees['date']}{commit}, {trees['rounds']} rounds, tools in rotating order; "
+             f"{v['chunkstore']}, {v['restic'].split(' compiled')[0]}, {v['borg']}, {v['casync']}. "
+             f"Data: {d['package']}, {d['files']:,} files and {d['entries']:,} entries, "
+             f"{d['bytes'] / 1e6:,.0f} MB ({d['how']}). Source: `{rel_path}`. Method: {trees['notes']}.", "",
+             "| tool | publish s | publish CPU s | publish RSS MiB | publish again s | restore s | restore CPU s "
+             "| restore RSS MiB | metadata as the source |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for name, r in trees["results"].items():
+        same = r.get("metadata_identical", [])
+        lines.append(f"| {name} | {_mm(r['publish_s'])} | {_mm(r['publish_cpu_s'])} | "
+                     f"{r['publish_rss_kib']['median'] / 1024:.0f} | {_mm(r['republish_s'])} | {_mm(r['restore_s'])} | "
+                     f"{_mm(r['restore_cpu_s'])} | {r['restore_rss_kib']['median'] / 1024:.0f} | "
+                     f"{'yes' if same and all(same) else 'no' if same else '-'} |")
+    ratios = trees.get("ratios_to_fastest_peer", {})
+    cs = trees["results"].get("chunkstore", {})
+    lines += ["", "Targets (ratios per round: the fastest other tool's time over chunkstore's):", "",
+              "| measure | target | measured | |", "|---|---|---|---|"]
+    if "publish" in ratios:
+        r = ratios["publish"]
+        lines.append(f"| publish into a fresh store | ≥ 4× the fastest peer | {_mm(r)}× | {_met(r['median'] >= 4)} |")
+    if "republish" in ratios:
+        r = ratios["republish"]
+        per = cs["republish_s"]["median"] / d["files"] * 100000
+        lines.append(f"| publish of the unchanged tree again | ≥ 4× the fastest peer, ≤ 1 s per 100,000 files | "
+                     f"{_mm(r)}×; {per:.2f} s per 100,000 files | {_met(r['median'] >= 4 and per <= 1)} |")
+    if "restore" in ratios:
+        r = ratios["restore"]
+        lines.append(f"| restore into an empty directory | ≥ 3× the fastest peer | {_mm(r)}× | {_met(r['median'] >= 3)} |")
+    if "over_changed_vs_full" in ratios:
+        r = ratios["over_changed_vs_full"]
+        lines.append(f"| restore over a copy with 100 files changed | ≥ 5× a full restore's speed | {_mm(r)}× "
+                     f"({_mm(cs['restore_over_changed_s'])} s) | {_met(r['median'] >= 5)} |")
+    same = cs.get("metadata_identical", [])
+    if same:
+        lines.append(f"| metadata | `diff -r` and (path, type, mode, mtime, target) identical to the source | "
+                     f"{'identical' if all(same) else 'different'} in every round | {_met(all(same))} |")
+    return "\n".join(lines)
