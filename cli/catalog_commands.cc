@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "terminal.h"
 
 namespace cli {
 
@@ -200,7 +201,17 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
   o.dry_run = dry_run;
   o.compact_below = compact_below;
   o.orphan_grace_seconds = grace_seconds;
+  std::unique_ptr<Progress> progress = MakeProgress(WantProgress(g.progress, g.quiet), 0, 0, "gc");
+  uint64_t copied = 0;
+  if (progress)
+    o.progress = [p = progress.get(), &copied](uint64_t done, uint64_t total) {
+      p->SetTotal(total);
+      copied = done;
+      p->Update(done);
+    };
   auto r = store.Gc(o);
+  if (progress && r.ok()) progress->Done(copied);
+  progress.reset();
   if (!r.ok()) return Fail(r.status());
   if (g.json) {
     Json j;
@@ -230,7 +241,17 @@ int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick
   chunkstore::VerifyOptions o;
   o.refs = refs;
   o.quick = quick;
+  std::unique_ptr<Progress> progress = MakeProgress(WantProgress(g.progress, g.quiet), 0, 0, "verify", "objects");
+  uint64_t checked = 0, objects = 0;
+  if (progress)
+    o.progress = [p = progress.get(), &checked, &objects](uint64_t bytes, uint64_t n) {
+      checked = bytes;
+      objects = n;
+      p->Update(bytes, n);
+    };
   auto r = store.Verify(o);
+  if (progress && r.ok()) progress->Done(checked, objects);
+  progress.reset();
   if (!r.ok()) return Fail(r.status());
   const bool corrupt = r->corrupt();
   if (g.json) {

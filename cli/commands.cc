@@ -364,7 +364,8 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
   std::vector<Input> inputs;
   // The total size only sizes the progress bar; without one, skip a stat
   // per file (thousands of small files).
-  const bool may_show_progress = ShowProgress(g.quiet);
+  const ProgressMode progress_mode = WantProgress(g.progress, g.quiet);
+  const bool may_show_progress = progress_mode != ProgressMode::kNone;
   uint64_t total = 0;
   // What a walk passes over: with --name-prefix, symlinks (never followed
   // out of the tree); always FIFOs, sockets and devices (never opened as
@@ -441,12 +442,14 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
     std::cerr << "chunkstore: interrupted: nothing was published\n";
     return 130;
   };
-  std::unique_ptr<Progress> progress;
   const bool unknown_total = std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return i.path == "-" || i.tree; });
-  if (may_show_progress && (total > (8u << 20) || unknown_total)) {
-    progress = std::make_unique<Progress>(unknown_total ? 0 : total);
-    batch->SetProgress([p = progress.get()](uint64_t done) { p->Update(done); });
-  }
+  std::unique_ptr<Progress> progress = MakeProgress(progress_mode, unknown_total ? 0 : total, 8u << 20, "publish");
+  uint64_t bytes_done = 0;
+  if (progress)
+    batch->SetProgress([p = progress.get(), &bytes_done](uint64_t done) {
+      bytes_done = done;
+      p->Update(done);
+    });
   std::vector<std::string> paths;
   for (const Input& in : inputs)
     if (in.path != "-" && !in.tree) paths.push_back(in.path);
@@ -474,6 +477,7 @@ int PublishInto(const Globals& g, const PublishArgs& a) {
     }
   }
   auto done = batch->Commit();
+  if (progress && done.ok()) progress->Done(bytes_done);
   progress.reset();
   if (!done.ok() && g_interrupted.load()) return interrupted();
   if (!done.ok()) return Fail(done.status(), kFailure);
@@ -570,10 +574,10 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
   // publish), unless the bytes themselves go to a terminal (the line
   // would land among them).
   const uint64_t total = remaining;
-  std::unique_ptr<Progress> progress;
   const bool to_terminal = out_path.empty() || out_path == "-" ? ::isatty(STDOUT_FILENO) : ::isatty(out.fd());
-  if (!g.quiet && total > (8u << 20) && ::isatty(STDERR_FILENO) && !to_terminal)
-    progress = std::make_unique<Progress>(total);
+  ProgressMode mode = WantProgress(g.progress, g.quiet);
+  if (mode == ProgressMode::kTerminal && to_terminal) mode = ProgressMode::kNone;
+  std::unique_ptr<Progress> progress = MakeProgress(mode, std::max<uint64_t>(total, 1), 8u << 20, "cat");
   // Verified chunk bytes go to the output as they are, without a copy.
   while (remaining > 0) {
     auto view = r.ReadView(static_cast<size_t>(std::min<uint64_t>(remaining, SIZE_MAX)));
@@ -591,6 +595,7 @@ int CmdCat(const Globals& g, const std::string& ref, const std::string& offset_t
     remaining -= n;
     if (progress) progress->Update(total - remaining);
   }
+  if (progress) progress->Done(total - remaining);
   progress.reset();  // the line is cleared before any message
   if (!writer.Finish()) return write_failed(errno);
   Status c = out.Commit();

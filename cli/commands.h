@@ -16,6 +16,7 @@ struct Globals {
   std::string secret_file;  // empty: $CHUNKSTORE_SECRET_FILE, else none
   bool quiet = false;
   bool json = false;
+  std::string progress = "auto";  // auto, json or none (terminal.h, WantProgress)
 };
 
 struct PublishArgs {

@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
       ->option_text("FILE");
   app.add_flag("-q,--quiet", g.quiet, "Print nothing but errors");
   app.add_flag("--json", g.json, "Print results as JSON");
+  app.add_option("--progress", g.progress,
+                 "auto (a line on a terminal), json (JSON lines on stderr) or none")
+      ->option_text("MODE")
+      ->check(CLI::IsMember({"auto", "json", "none"}));
   app.set_version_flag("--version", std::string("chunkstore ") + chunkstore::Version() +
                                         " (index schema " + std::to_string(chunkstore::SchemaVersion()) +
                                         ")\nnew stores compress with " + chunkstore::Compression().ToString() +

@@ -16,10 +16,27 @@ Progress::~Progress() {
   if (shown_) std::fprintf(stderr, "\r%78s\r", "");
 }
 
-void Progress::Update(uint64_t done, const std::string& suffix) {
+void Progress::Json(uint64_t done, uint64_t count, bool finished) {
+  std::string line = "{\"progress\": {\"command\": \"" + command_ + "\", \"bytes\": " + std::to_string(done);
+  if (total_) line += ", \"total\": " + std::to_string(total_);
+  if (!count_name_.empty()) line += ", \"" + count_name_ + "\": " + std::to_string(count);
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f", std::chrono::duration<double>(Clock::now() - start_).count());
+  line += std::string(", \"seconds\": ") + secs;
+  if (finished) line += ", \"done\": true";
+  line += "}}\n";
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+void Progress::Update(uint64_t done, uint64_t count) {
   const auto now = Clock::now();
-  if (now - last_ < std::chrono::milliseconds(100)) return;
+  if (now - last_ < std::chrono::milliseconds(mode_ == ProgressMode::kJson ? 500 : 100)) return;
   last_ = now;
+  if (mode_ == ProgressMode::kJson) {
+    Json(done, count, false);
+    return;
+  }
   const double secs = std::chrono::duration<double>(now - start_).count();
   const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
   std::string line(1, '\r');
@@ -34,12 +51,27 @@ void Progress::Update(uint64_t done, const std::string& suffix) {
   line += "  " + HumanSize(static_cast<uint64_t>(rate)) + "/s";
   if (total_ && rate > 0 && done < total_)
     line += "  ETA " + std::to_string(static_cast<int>((total_ - done) / rate) + 1) + "s";
-  if (!suffix.empty()) line += "  " + suffix;
+  if (!count_name_.empty()) line += "  " + std::to_string(count) + " " + count_name_;
   std::fprintf(stderr, "%-78s", line.c_str());
   shown_ = true;
 }
 
-bool ShowProgress(bool quiet) { return !quiet && ::isatty(STDERR_FILENO); }
+void Progress::Done(uint64_t done, uint64_t count) {
+  if (mode_ == ProgressMode::kJson) Json(done, count, true);
+}
+
+ProgressMode WantProgress(const std::string& flag, bool quiet) {
+  if (flag == "json") return ProgressMode::kJson;
+  if (flag == "none" || quiet || !::isatty(STDERR_FILENO)) return ProgressMode::kNone;
+  return ProgressMode::kTerminal;
+}
+
+std::unique_ptr<Progress> MakeProgress(ProgressMode mode, uint64_t total, uint64_t min_total, const std::string& command,
+                                       const std::string& count_name) {
+  if (mode == ProgressMode::kNone) return nullptr;
+  if (mode == ProgressMode::kTerminal && total != 0 && total <= min_total) return nullptr;
+  return std::make_unique<Progress>(total, mode, command, count_name);
+}
 
 std::atomic<bool> g_interrupted{false};
 

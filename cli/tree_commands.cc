@@ -123,14 +123,16 @@ int CmdRestore(const Globals& g, const RestoreArgs& a) {
   o.verify_existing = a.verify_existing;
   o.sparse = !a.no_sparse;
   o.cancel = &g_interrupted;
-  std::unique_ptr<Progress> progress;
-  if (ShowProgress(g.quiet)) {
-    progress = std::make_unique<Progress>(0);
-    o.progress = [p = progress.get()](uint64_t bytes, uint64_t entries) {
-      p->Update(bytes, std::to_string(entries) + " entries");
+  std::unique_ptr<Progress> progress = MakeProgress(WantProgress(g.progress, g.quiet), 0, 0, "restore", "entries");
+  uint64_t last_bytes = 0, last_entries = 0;
+  if (progress)
+    o.progress = [p = progress.get(), &last_bytes, &last_entries](uint64_t bytes, uint64_t entries) {
+      last_bytes = bytes;
+      last_entries = entries;
+      p->Update(bytes, entries);
     };
-  }
   auto r = store.Restore(a.ref, a.dest, o);
+  if (progress && r.ok()) progress->Done(last_bytes, last_entries);
   progress.reset();
   if (!r.ok()) {
     if (g_interrupted.load()) {

@@ -39,7 +39,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/chunkstoreConfig.cmake
 # they are plain requirements there (a consumer need not know to ask for
 # --static); a shared one carries them itself. The public headers need
 # C++17 or later, and the consumer chooses its own -std.
-set(deps "libcrypto sqlite3 libxxhash libzstd libdeflate")
+set(deps "libcrypto sqlite3 libxxhash libzstd libdeflate expat")
 if(BUILD_SHARED_LIBS)
   set(CHUNKSTORE_PC_REQUIRES "")
   set(CHUNKSTORE_PC_REQUIRES_PRIVATE "${deps}")

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev libcurl4-openssl-dev nlohmann-json3-dev libzstd-dev libdeflate-dev
+  libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev libcurl4-openssl-dev nlohmann-json3-dev libzstd-dev libdeflate-dev libexpat1-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3
   openssl util-linux zsh groff-base
 )

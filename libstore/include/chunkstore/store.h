@@ -85,6 +85,9 @@ struct GcOptions {
   // deleted only once unmodified this long (default 1 hour): a writer's new
   // pack is unknown to the index until its first commit.
   int64_t orphan_grace_seconds = 3600;
+  // Called after each pack gc compacts, with the live bytes copied so far
+  // and those it means to copy in all, from the calling thread.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 struct GcReport {
@@ -105,6 +108,9 @@ struct VerifyOptions {
   bool quick = false;
   // Objects to check; empty means the whole store (and index vs packs).
   std::vector<std::string> refs;
+  // Called now and then with the bytes checked and the objects read so
+  // far, from verify's threads, one call at a time.
+  std::function<void(uint64_t bytes, uint64_t objects)> progress;
 };
 
 struct VerifyProblem {

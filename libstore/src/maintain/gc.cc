@@ -269,11 +269,17 @@ Status Collector::DropEmptyPacks(const Garbage& g) {
 }
 
 Status Collector::CompactSparsePacks(const Garbage& g) {
+  auto sparse = [&](const PackUse& use) {
+    return use.live_bytes != 0 &&
+           static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(DataBytes(use.row));
+  };
+  uint64_t total = 0, done = 0;
+  for (const auto& [name, use] : g.packs)
+    if (sparse(use)) total += use.live_bytes;
   for (const auto& [name, use] : g.packs) {
-    const uint64_t data = DataBytes(use.row);
-    const bool sparse = use.live_bytes != 0 &&
-                        static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(data);
-    if (!sparse) continue;
+    if (!sparse(use)) continue;
+    if (o_.progress) o_.progress(done, total);
+    done += use.live_bytes;
     // The copy needs room for the live data (and a little for the log and
     // the index): without it a compaction would only fill the disk.
     const uint64_t needed = use.live_bytes + kPackHeaderSize + kCompactionSlack;
@@ -295,6 +301,7 @@ Status Collector::CompactSparsePacks(const Garbage& g) {
     }
     CHUNKSTORE_RETURN_IF_ERROR(s);
   }
+  if (o_.progress && total) o_.progress(total, total);
   return Status::OK();
 }
 

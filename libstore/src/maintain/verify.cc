@@ -58,6 +58,7 @@ class Verifier {
   // reported, naming the object).
   std::unordered_set<Digest, DigestHash> verified_;
   std::vector<std::pair<std::string, Status>> failed_reads_;  // object, what failed
+  uint64_t objects_read_ = 0;  // for progress
 };
 
 Status Verifier::CheckIndexAndLog() {
@@ -213,6 +214,8 @@ void Verifier::ReadObjects(const std::vector<ObjectRow>& objects) {
       {
         std::lock_guard<std::mutex> l(mu_);
         report_.bytes_checked += done;
+        ++objects_read_;
+        if (o_.progress) o_.progress(report_.bytes_checked, objects_read_);
       }
       if (failed.ok() && done != o.size) failed = Status::Corruption("object " + oid + " ended early", oid);
       if (!failed.ok()) {
@@ -367,6 +370,7 @@ Result<VerifyReport> Verifier::Run() {
       continue;
     }
     report_.bytes_checked += kRecordHeaderSize + c->loc.stored_len;
+    if (o_.progress) o_.progress(report_.bytes_checked, objects_read_);
     Status s = CheckRecord(**file, c->id, c->loc, o_.quick, &raw, true, t_.packs->remote());
     if (s.IsCorruption()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, s.message());
     else if (!s.ok()) return s;

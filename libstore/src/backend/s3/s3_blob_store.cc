@@ -20,6 +20,7 @@
 #include "chunkstore/env.h"
 #include "backend/s3/curl_api.h"
 #include "backend/s3/sigv4.h"
+#include "backend/s3/xml.h"
 #include "hash/digest.h"
 
 namespace chunkstore::internal {
@@ -67,35 +68,11 @@ int64_t ParseIsoTime(const std::string& s) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
-std::string XmlUnescape(std::string s) {
-  static const std::pair<const char*, char> kEntities[] = {
-      {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}, {"&amp;", '&'}};
-  for (const auto& [ent, ch] : kEntities) {
-    size_t pos = 0;
-    const size_t len = std::strlen(ent);
-    while ((pos = s.find(ent, pos)) != std::string::npos) {
-      s.replace(pos, len, 1, ch);
-      ++pos;
-    }
-  }
-  return s;
-}
-
-// The text of the first <tag>…</tag> in xml at or after *pos (advanced past
-// it); nullopt when there is none. Enough for S3's flat responses.
-std::optional<std::string> XmlTag(const std::string& xml, const std::string& tag, size_t* pos) {
-  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
-  const size_t b = xml.find(open, *pos);
-  if (b == std::string::npos) return std::nullopt;
-  const size_t e = xml.find(close, b + open.size());
-  if (e == std::string::npos) return std::nullopt;
-  *pos = e + close.size();
-  return XmlUnescape(xml.substr(b + open.size(), e - b - open.size()));
-}
-
-std::string XmlTag(const std::string& xml, const std::string& tag) {
-  size_t pos = 0;
-  return XmlTag(xml, tag, &pos).value_or("");
+// The text of a child of the answer's root element ("" when the body is
+// not XML, such as a proxy's HTML page, or lacks it).
+std::string XmlField(const std::string& body, const std::string& child) {
+  Result<XmlElement> doc = ParseXml(body);
+  return doc.ok() ? doc->ChildText(child) : std::string();
 }
 
 struct Request {
@@ -219,7 +196,7 @@ class S3BlobStore final : public BlobStore {
       c.body_len = config.size();
     }
     CHUNKSTORE_RETURN_IF_ERROR(Perform(c, &resp));
-    if (resp.status == 200 || XmlTag(resp.body, "Code") == "BucketAlreadyOwnedByYou")
+    if (resp.status == 200 || XmlField(resp.body, "Code") == "BucketAlreadyOwnedByYou")
       return Status::OK();
     return Failure(c, resp);
   }
@@ -309,18 +286,20 @@ class S3BlobStore final : public BlobStore {
       Response resp;
       CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
       if (resp.status != 200) return Failure(r, resp);
-      size_t pos = 0;
-      while (std::optional<std::string> item = XmlTag(resp.body, "Contents", &pos)) {
+      Result<XmlElement> doc = ParseXml(resp.body);
+      if (!doc.ok()) return doc.status().WithContext("listing " + Describe());
+      for (const XmlElement& item : doc->children) {
+        if (item.name != "Contents") continue;
         BlobInfo b;
-        b.key = XmlTag(*item, "Key");
+        b.key = item.ChildText("Key");
         if (b.key.size() < root_len()) continue;
         b.key = b.key.substr(root_len());
-        b.size = std::strtoull(XmlTag(*item, "Size").c_str(), nullptr, 10);
-        b.modified = ParseIsoTime(XmlTag(*item, "LastModified"));
+        b.size = std::strtoull(item.ChildText("Size").c_str(), nullptr, 10);
+        b.modified = ParseIsoTime(item.ChildText("LastModified"));
         out.push_back(std::move(b));
       }
-      if (XmlTag(resp.body, "IsTruncated") != "true") break;
-      token = XmlTag(resp.body, "NextContinuationToken");
+      if (doc->ChildText("IsTruncated") != "true") break;
+      token = doc->ChildText("NextContinuationToken");
       if (token.empty()) break;
     }
     return out;
@@ -337,19 +316,21 @@ class S3BlobStore final : public BlobStore {
       Response resp;
       CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
       if (resp.status != 200) return Failure(r, resp);
-      size_t pos = 0;
-      while (std::optional<std::string> item = XmlTag(resp.body, "Upload", &pos)) {
+      Result<XmlElement> doc = ParseXml(resp.body);
+      if (!doc.ok()) return doc.status().WithContext("listing the uploads of " + Describe());
+      for (const XmlElement& item : doc->children) {
+        if (item.name != "Upload") continue;
         UploadInfo u;
-        u.key = XmlTag(*item, "Key");
+        u.key = item.ChildText("Key");
         if (u.key.size() < root_len()) continue;
         u.key = u.key.substr(root_len());
-        u.id = XmlTag(*item, "UploadId");
-        u.started = ParseIsoTime(XmlTag(*item, "Initiated"));
+        u.id = item.ChildText("UploadId");
+        u.started = ParseIsoTime(item.ChildText("Initiated"));
         if (!u.id.empty()) out.push_back(std::move(u));
       }
-      if (XmlTag(resp.body, "IsTruncated") != "true") break;
-      key_marker = XmlTag(resp.body, "NextKeyMarker");
-      id_marker = XmlTag(resp.body, "NextUploadIdMarker");
+      if (doc->ChildText("IsTruncated") != "true") break;
+      key_marker = doc->ChildText("NextKeyMarker");
+      id_marker = doc->ChildText("NextUploadIdMarker");
       if (key_marker.empty() && id_marker.empty()) break;
     }
     return out;
@@ -376,7 +357,7 @@ class S3BlobStore final : public BlobStore {
     Response resp;
     CHUNKSTORE_RETURN_IF_ERROR(Perform(init, &resp));
     if (resp.status != 200) return Failure(init, resp);
-    const std::string upload_id = XmlTag(resp.body, "UploadId");
+    const std::string upload_id = XmlField(resp.body, "UploadId");
     if (upload_id.empty()) return Status::IOError(Describe() + ": no UploadId in the answer to a multipart upload");
     return upload_id;
   }
@@ -510,8 +491,8 @@ class S3BlobStore final : public BlobStore {
   // An error answer as a Status: NotFound, PermissionDenied or IOError,
   // with the service's code and message.
   Status Failure(const Request& r, const Response& resp) const {
-    const std::string code = XmlTag(resp.body, "Code");
-    std::string msg = XmlTag(resp.body, "Message");
+    const std::string code = XmlField(resp.body, "Code");
+    std::string msg = XmlField(resp.body, "Message");
     const std::string what = r.method + " " + (r.key.empty() ? "s3://" + where_.bucket
                                                              : "s3://" + where_.bucket + "/" + r.key);
     std::string detail = "HTTP " + std::to_string(resp.status);
@@ -631,7 +612,7 @@ class S3BlobStore final : public BlobStore {
       Api().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
       if (resp->status >= 500 || resp->status == 429) {
         last_error = "HTTP " + std::to_string(resp->status);
-        const std::string code = XmlTag(resp->body, "Code");
+        const std::string code = XmlField(resp->body, "Code");
         if (!code.empty()) last_error += " " + code;
         continue;
       }
