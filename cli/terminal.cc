@@ -17,14 +17,14 @@ Progress::~Progress() {
 }
 
 void Progress::Json(uint64_t done, uint64_t count, bool finished) {
-  std::string line = "{\"progress\": {\"command\": \"" + command_ + "\", \"bytes\": " + std::to_string(done);
-  if (total_) line += ", \"total\": " + std::to_string(total_);
-  if (!count_name_.empty()) line += ", \"" + count_name_ + "\": " + std::to_string(count);
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%.3f", std::chrono::duration<double>(Clock::now() - start_).count());
-  line += std::string(", \"seconds\": ") + secs;
-  if (finished) line += ", \"done\": true";
-  line += "}}\n";
+  cli::Json j;
+  j.BeginObject().Key("progress").BeginObject().Key("command").Str(command_).Key("bytes").Num(done);
+  if (total_) j.Key("total").Num(total_);
+  if (!count_name_.empty()) j.Key(count_name_).Num(count);
+  j.Key("seconds").Real(std::chrono::duration<double>(Clock::now() - start_).count());
+  if (finished) j.Key("done").Bool(true);
+  j.EndObject().EndObject();
+  const std::string line = j.str() + "\n";
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);
 }
