@@ -43,6 +43,7 @@ int CmdStat(const Globals& g, const std::string& ref);
 int CmdLs(const Globals& g, const std::string& prefix, bool all, bool recursive);
 int CmdRestore(const Globals& g, const RestoreArgs& a);
 int CmdDiff(const Globals& g, const std::string& from, const std::string& to);
+int CmdCopy(const Globals& g, const std::string& from, const std::string& to, const std::vector<std::string>& refs);
 // A tree's entries (recursive: everything below it), for ls of a tree.
 int ListTree(const Globals& g, chunkstore::Store& store, const std::string& ref, bool recursive);
 int CmdLog(const Globals& g, const std::string& name);

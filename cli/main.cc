@@ -111,6 +111,15 @@ int main(int argc, char** argv) {
   diff->add_option("from", from, "Tree before")->required()->option_text("REF");
   diff->add_option("to", to, "Tree after")->required()->option_text("REF");
 
+  std::string copy_from, copy_to;
+  std::vector<std::string> copy_refs;
+  auto* copy = app.add_subcommand("copy", "Copy names and objects to another store, sending only what it lacks");
+  copy->footer("\nExamples:\n  chunkstore copy --to s3://bucket/models\n  chunkstore copy --from /srv/store --to /mnt/backup weights/llama data/\n");
+  copy->add_option("refs", copy_refs, "Names (with history), PREFIX/ or objects (default: everything)")
+      ->option_text("REF...");
+  copy->add_option("--from", copy_from, "Source store (default: --store, as every command)")->option_text("DIR|URL");
+  copy->add_option("--to", copy_to, "Destination store (created if missing)")->option_text("DIR|URL")->required();
+
   auto* stat = app.add_subcommand("stat", "Show an object's size, chunks, storage and names");
   stat->footer("\nExamples:\n  chunkstore stat weights/llama\n  chunkstore --json stat sha256:2f7c1b9e\n");
   stat->add_option("ref", ref, "Object")->required()->option_text("REF");
@@ -220,7 +229,9 @@ int main(int argc, char** argv) {
   for (const auto& [opt, cmd] : {std::pair{app.get_option("--store"), &app},
                                  std::pair{publish->get_option("--name"), publish},
                                  std::pair{publish->get_option("--name-prefix"), publish},
-                                 std::pair{init->get_option("--compression"), init}}) {
+                                 std::pair{init->get_option("--compression"), init},
+                                 std::pair{copy->get_option("--from"), copy},
+                                 std::pair{copy->get_option("--to"), copy}}) {
     if ((cmd == &app || cmd->parsed()) && opt->count() > 0 && opt->as<std::string>().empty()) {
       std::cerr << "chunkstore: " << opt->get_name() << " needs a value, not an empty string (see 'chunkstore --help')\n";
       return kUsage;
@@ -242,6 +253,7 @@ int main(int argc, char** argv) {
     if (*ls) return CmdLs(g, prefix, all, recursive);
     if (*restore) return CmdRestore(g, rest);
     if (*diff) return CmdDiff(g, from, to);
+    if (*copy) return CmdCopy(g, copy_from, copy_to, copy_refs);
     if (*log) return CmdLog(g, name);
     if (*tag) return CmdTag(g, ref, name);
     if (*rm) return CmdRm(g, names, object);

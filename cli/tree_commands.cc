@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tree subcommands: restore, diff, and ls of a tree.
+// The tree subcommands (restore, diff, and ls of a tree) and copy.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -193,6 +193,59 @@ int CmdDiff(const Globals& g, const std::string& from, const std::string& to) {
     out += std::string(mark) + "  " + Printable(c.path) + (e.type == EntryType::kDirectory ? "/" : "") + "\n";
   }
   Print(out);
+  return kOk;
+}
+
+int CmdCopy(const Globals& g, const std::string& from, const std::string& to, const std::vector<std::string>& refs) {
+  if (to.empty()) return Fail(Status::InvalidArgument("copy needs --to"), kUsage);
+  InterruptGuard guard;
+  Globals gs = g, gd = g;
+  gs.store_dir = from.empty() ? g.store_dir : from;
+  gd.store_dir = to;
+  gs.secret_file.clear();  // the secret is the destination's, which the copy changes
+  auto src_r = OpenStore(gs, Access::kRead);
+  if (!src_r.ok()) return FailOpen(src_r.status());
+  auto dst_r = OpenStore(gd, Access::kCreate);
+  if (!dst_r.ok()) return FailOpen(dst_r.status());
+  chunkstore::CopyOptions o;
+  o.cancel = &g_interrupted;
+  std::unique_ptr<Progress> progress = MakeProgress(WantProgress(g.progress, g.quiet), 0, 0, "copy", "objects");
+  uint64_t sent = 0, objects = 0;
+  if (progress)
+    o.progress = [p = progress.get(), &sent, &objects](uint64_t bytes, uint64_t n) {
+      sent = bytes;
+      objects = n;
+      p->Update(bytes, n);
+    };
+  auto r = (*src_r)->CopyTo(**dst_r, refs, o);
+  if (progress && r.ok()) progress->Done(sent, objects);
+  progress.reset();
+  if (!r.ok()) {
+    if (g_interrupted.load()) {
+      std::cerr << "chunkstore: interrupted: what was committed stays; copy again to finish\n";
+      return 130;
+    }
+    return Fail(r.status());
+  }
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("from").Str((*src_r)->dir()).Key("to").Str((*dst_r)->dir());
+    j.Key("objects_copied").Num(r->objects_copied).Key("objects_present").Num(r->objects_present);
+    j.Key("chunks_sent").Num(r->chunks_sent).Key("chunks_skipped").Num(r->chunks_skipped);
+    j.Key("bytes_sent").Num(r->bytes_sent).Key("name_versions").Num(r->name_versions);
+    j.Key("commits").Num(r->commits).Key("diverged").BeginArray();
+    for (const auto& n : r->diverged) j.Str(n);
+    j.EndArray().EndObject();
+    Print(j.str() + "\n");
+  } else if (!g.quiet) {
+    Print("copied " + std::to_string(r->objects_copied) + " objects (" + std::to_string(r->objects_present) +
+          " there already), " + std::to_string(r->chunks_sent) + " chunks sent (" + HumanSize(r->bytes_sent) +
+          "), " + std::to_string(r->chunks_skipped) + " skipped, " + std::to_string(r->name_versions) +
+          " name versions\n");
+    for (const auto& n : r->diverged)
+      std::cerr << "chunkstore: note: " << Printable(n)
+                << " had other versions at the destination; the source's were added after them\n";
+  }
   return kOk;
 }
 

@@ -53,6 +53,40 @@ TEST_P(BucketTreeTest, ATreeTravelsToAnotherMachineWhole) {
   EXPECT_EQ(gc->objects_removed, 5u);  // three trees (the root, sub, sub/empty) and two files
 }
 
+TEST_P(BucketTreeTest, CopyToABucketAndFromItIsByteForByte) {
+  const std::string src = dir_ / "src";
+  fs::create_directories(src + "/d");
+  const auto big = testing::RandomBytes(700000, 5);
+  testing::MakeFile(src + "/big", big, 0644, 1600000000000000000);
+  testing::MakeFile(src + "/d/small", testing::RandomBytes(100, 6), 0600, 1600000000000000001);
+  auto local = Store::Open(dir_ / "local", testing::SmallChunks());
+  ASSERT_TRUE(local.ok());
+  ASSERT_TRUE((*local)->PublishTree(src, "tree").ok());
+  ASSERT_TRUE((*local)->PublishBytes(big.data(), big.size(), "blob").ok());
+  auto bucket = OpenMachine(dir_ / "cache-a");
+  ASSERT_TRUE(bucket);
+  auto up = (*local)->CopyTo(*bucket);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_GT(up->chunks_sent, 0u);
+  auto again = (*local)->CopyTo(*bucket);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->chunks_sent, 0u);
+  EXPECT_EQ(again->commits, 0u);
+  // A second machine pulls it into a store of its own.
+  auto other = OpenMachine(dir_ / "cache-b");
+  ASSERT_TRUE(other);
+  auto second = Store::Open(dir_ / "second", testing::SmallChunks());
+  ASSERT_TRUE(second.ok());
+  auto down = other->CopyTo(**second);
+  ASSERT_TRUE(down.ok()) << down.status().ToString();
+  ASSERT_TRUE((*second)->Restore("tree", dir_ / "out").ok());
+  EXPECT_EQ(testing::Listing(dir_ / "out"), testing::Listing(src));
+  EXPECT_EQ(*testing::ReadObject(**second, "blob"), big);
+  auto v = (*second)->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
+}
+
 #ifdef CHUNKSTORE_TEST_S3
 INSTANTIATE_TEST_SUITE_P(S3, BucketTreeTest, ::testing::Values(Backend::kS3));
 #else

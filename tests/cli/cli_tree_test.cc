@@ -134,5 +134,33 @@ TEST_F(CliTree, NamePrefixStillNamesEachFile) {
   EXPECT_NE(ls.out.find("p/sub/run "), std::string::npos);
 }
 
+TEST_F(CliTree, CopySendsOnlyWhatIsMissing) {
+  ASSERT_EQ(Cs({"publish", src_, "--name", "site"}).code, 0);
+  const std::string other = dir_ / "other";
+  Outcome c = Cs({"--json", "copy", "--to", other});
+  ASSERT_EQ(c.code, 0) << c.err;
+  auto j = nlohmann::json::parse(c.out);
+  EXPECT_GT(j["objects_copied"].get<int>(), 0);
+  EXPECT_EQ(j["name_versions"], 1);
+  Outcome again = Cs({"--json", "copy", "--to", other});
+  ASSERT_EQ(again.code, 0) << again.err;
+  j = nlohmann::json::parse(again.out);
+  EXPECT_EQ(j["chunks_sent"], 0);
+  EXPECT_EQ(j["commits"], 0);
+  Outcome r = Exec({"--store", other, "restore", "site", dir_ / "out"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(testing::Listing(dir_ / "out"), testing::Listing(src_));
+  // From another store into the default one, by --from.
+  Outcome back = Cs({"copy", "--from", other, "--to", dir_ / "third", "site"});
+  ASSERT_EQ(back.code, 0) << back.err;
+  EXPECT_NE(back.out.find("copied "), std::string::npos);
+  Outcome same = Cs({"copy", "--to", store()});
+  EXPECT_EQ(same.code, 2);
+  Outcome missing = Cs({"copy", "--to", other, "nothing"});
+  EXPECT_EQ(missing.code, 3);
+  Outcome no_to = Cs({"copy"});
+  EXPECT_EQ(no_to.code, 2);
+}
+
 }  // namespace
 }  // namespace chunkstore

@@ -136,6 +136,35 @@ struct VerifyReport {
   bool corrupt() const;
 };
 
+struct CopyOptions {
+  // Chunks read from the source at once (0, the default: 16 from a bucket
+  // store, whose reads wait on the network, else one per core).
+  unsigned parallel = 0;
+  // The destination commits what it has whenever this many bytes of chunk
+  // records were written since its last commit (default 64 MiB), and at
+  // the end: a copy that fails or is killed keeps what it committed, and
+  // run again sends none of it a second time.
+  uint64_t commit_every = 64ull << 20;
+  // Called after each object, from the calling thread.
+  std::function<void(uint64_t bytes_sent, uint64_t objects_done)> progress;
+  // Once *cancel is true the copy stops at its next chunk with IOError
+  // "interrupted", keeping what it committed.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct CopyReport {
+  uint64_t objects_copied = 0;   // objects the destination did not hold
+  uint64_t objects_present = 0;  // objects it held already (a tree's whole content with it)
+  uint64_t chunks_sent = 0;      // chunks written to the destination
+  uint64_t chunks_skipped = 0;   // chunks it held already
+  uint64_t bytes_sent = 0;       // raw bytes of the chunks sent
+  uint64_t name_versions = 0;    // name versions added
+  uint64_t commits = 0;          // changes committed at the destination
+  // Names whose history at the destination was not a beginning of the
+  // source's: the source's later versions were added after it.
+  std::vector<std::string> diverged;
+};
+
 struct StoreStats {
   uint64_t objects = 0;
   uint64_t names = 0;          // distinct names
@@ -357,6 +386,27 @@ class Store {
   // removed, modified, of another type, or with other metadata only.
   // Subtrees with equal ids are not read.
   Result<std::vector<TreeChange>> DiffTrees(const std::string& from, const std::string& to);
+
+  // Copies objects to another store (any kind: directory, bucket), with
+  // everything they need: a tree with all it names, a name with its whole
+  // history. refs empty: every name and every object published without a
+  // name. Each ref is a name (copied with its history), a prefix ending in
+  // '/' (every name under it) or any other ref (that object, kept at the
+  // destination as published without a name). Only chunks the destination
+  // lacks are read and written; each is verified against its SHA-256 as it
+  // is read. An object is committed only with (or after) all its chunks
+  // and, for a tree, all it names. Where both stores cut alike (the same
+  // chunk parameters) the source's chunks are copied as they are; where
+  // they differ, each object the destination lacks is read whole from the
+  // source (which proves its id) and cut as the destination cuts, so that
+  // its own later publishes of the same content find the same chunks.
+  // Either way chunks are compressed as the destination compresses. Name versions keep
+  // their numbers and times where the destination's history of the name
+  // is a beginning of the source's; otherwise the source's versions after
+  // their common beginning are added after the destination's, as new
+  // versions (CopyReport::diverged). InvalidArgument when dst is this
+  // store.
+  Result<CopyReport> CopyTo(Store& dst, const std::vector<std::string>& refs = {}, const CopyOptions& options = {});
 
   // Reclaims the space of chunks no live object needs. Safe against crashes
   // at any point and against readers and publishers in other processes; one

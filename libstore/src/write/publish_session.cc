@@ -146,6 +146,7 @@ Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t
   new_chunks_.emplace_back(id, loc);
   written_.insert(id);
   result->new_bytes += sizeof header + h.stored_len;
+  written_bytes_ += sizeof header + h.stored_len;
   return Status::OK();
 }
 
@@ -264,6 +265,36 @@ Result<PublishResult> PublishSession::AddWhole(IngestedChunk& c, const std::stri
   return results_.back();
 }
 
+Result<bool> PublishSession::AddChunk(const Digest& id, const uint8_t* raw, uint32_t length) {
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
+  if (written_.count(id) || pending_ids_.count(id)) return false;
+  Result<std::optional<ChunkLocation>> have = t_.index->Lock()->FindChunk(id);
+  if (!have.ok()) return have.status();
+  if (have->has_value()) {
+    reused_.push_back(id);
+    return false;
+  }
+  std::vector<uint8_t> packed;
+  const Codec codec = TryCompress(raw, length, &packed, {t_.meta.compression});
+  PublishResult ignored;
+  CHUNKSTORE_RETURN_IF_ERROR(WriteChunk(id, raw, length, codec, packed, &ignored));
+  return true;
+}
+
+Result<PublishResult> PublishSession::AddObject(const Digest& id, uint64_t size, const std::vector<ManifestEntry>& entries,
+                                                const std::vector<ChainState>& chain, const std::string& name,
+                                                const ObjectRole& role) {
+  if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
+  CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
+  ObjectRow row;
+  row.id = id;
+  row.size = size;
+  row.chunk_count = static_cast<uint32_t>(entries.size());
+  row.manifest = chain.empty() || entries.empty() ? EncodeManifest(id, size, entries) : EncodeManifest(id, size, entries, chain);
+  CHUNKSTORE_RETURN_IF_ERROR(AddRow(std::move(row), name, PublishResult(), role));
+  return results_.back();
+}
+
 Result<uint64_t> PublishSession::ReuseObject(const Digest& id) {
   CHUNKSTORE_RETURN_IF_ERROR(TakeMark());
   Result<std::optional<ObjectRow>> have = t_.index->Lock()->FindObject(id);
@@ -376,7 +407,8 @@ Result<PublishResult> PublishSession::AddPrepared(const PreparedState& p, const 
 Status PublishSession::Commit() {
   if (done_) return Status::InvalidArgument("this publish was already committed or abandoned");
   Status s = ResolvePending(nullptr);
-  if (s.ok() && objects_.empty() && sealed_.empty() && !writer_ && reused_objects_.empty()) {  // nothing was added
+  if (s.ok() && objects_.empty() && sealed_.empty() && !writer_ && reused_objects_.empty() &&
+      extra_names_.empty()) {  // nothing was added
     done_ = true;
     return Status::OK();
   }
@@ -399,6 +431,7 @@ Status PublishSession::Commit() {
     // change's.
     if (!name.empty()) change.names.push_back({name, id, 0, 0});
   }
+  for (const ChangeSet::Name& n : extra_names_) change.names.push_back(n);
   std::vector<size_t> result_of;  // per change.objects: its index in results_
   Applied applied;
   bool made = false;

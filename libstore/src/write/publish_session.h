@@ -67,6 +67,25 @@ class PublishSession {
   // c.codec and c.packed what TryCompress gave. For the small files of a
   // tree, prepared on many threads at once.
   Result<PublishResult> AddWhole(IngestedChunk& c, const std::string& name, const ObjectRole& role);
+  // Copying from another store. A chunk's bytes, verified by the caller
+  // against id: written (compressed as this store writes) unless this
+  // session or the store holds it already. Returns whether it was written.
+  Result<bool> AddChunk(const Digest& id, const uint8_t* raw, uint32_t length);
+  // An object whose chunks were all added or are in the store, with the
+  // manifest's entries and chain states (chain empty: a version-1
+  // manifest; no entries: the empty object).
+  Result<PublishResult> AddObject(const Digest& id, uint64_t size, const std::vector<ManifestEntry>& entries,
+                                  const std::vector<ChainState>& chain, const std::string& name,
+                                  const ObjectRole& role);
+  // A version of name for an object this session adds or the store holds,
+  // recorded with the time it was created at (0: the change's).
+  void AddNameVersion(const std::string& name, const Digest& object, int64_t created) {
+    extra_names_.push_back({name, object, 0, created});
+  }
+  // Whether this session has the object among those it adds.
+  bool Holds(const Digest& id) const { return listed_ids_.count(id) != 0; }
+  // Bytes of chunk records this session has written so far.
+  uint64_t written_bytes() const { return written_bytes_; }
   // Records that something added to this session (a tree) names an object
   // the store holds without adding it again, and returns its size;
   // NotFound if the index lacks it. Commit checks again that it is still
@@ -161,6 +180,8 @@ class PublishSession {
   std::vector<PublishResult> results_;
   std::unordered_set<Digest, DigestHash> listed_ids_;
   std::vector<Digest> reused_objects_;  // named by a tree, not listed; re-checked at commit
+  std::vector<ChangeSet::Name> extra_names_;  // AddNameVersion's
+  uint64_t written_bytes_ = 0;
   bool done_ = false;
   struct Sealed {
     std::unique_ptr<PackWriter> writer;

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copying objects between stores (store.h, Store::CopyTo): only what the
+// destination lacks, verified as it is read, committed in pieces so that a
+// copy that stops keeps what it did.
+//
+// Objects are handled depth first, a tree's members before the tree, so a
+// tree is never committed before what it names. For each object the
+// destination lacks, its chunks the destination lacks are loaded from the
+// source (each checked against its SHA-256 by the loader) a few at a time
+// on a pool of threads and written by one publish session; its row (the
+// source's manifest, chain states included) follows its chunks. The session
+// commits whenever it has written commit_every bytes, and a new one goes
+// on: chunks committed earlier are then found in the destination, and a
+// rerun after a failure finds them too.
+#include <algorithm>
+#include <deque>
+#include <future>
+#include <unordered_set>
+
+#include "base/task_pool.h"
+#include "format/manifest.h"
+#include "format/tree.h"
+#include "index/refs.h"
+#include "ingest/source.h"
+#include "read/reader.h"
+#include "store/store_impl.h"
+#include "store/trees.h"
+
+namespace chunkstore {
+
+using namespace internal;
+
+namespace {
+
+class Copier {
+ public:
+  Copier(Store::Impl* src, Store::Impl* dst, const CopyOptions& o, CopyReport* report)
+      : src_(src), dst_(dst), o_(o), report_(report),
+        parallel_(o.parallel ? o.parallel : src->blobs ? 16 : std::max(1u, src->threads)), pool_(parallel_) {
+    const ChunkerParams& a = src->meta.chunking;
+    const ChunkerParams& b = dst->meta.chunking;
+    rechunk_ = a.min_size != b.min_size || a.avg_size != b.avg_size || a.max_size != b.max_size || a.level != b.level;
+  }
+
+  // Copies id and everything it needs; pinned: kept at the destination as
+  // published without a name.
+  Status Object(const Digest& id, bool pinned, int depth = 0);
+  // Copies a name's whole history (its objects first).
+  Status Name(const std::string& name);
+  Status Finish() { return Commit(); }
+
+ private:
+  PublishSession& Session() {
+    if (!session_) session_ = std::make_unique<PublishSession>(dst_->publish_target());
+    return *session_;
+  }
+  Status Commit() {
+    if (!session_) return Status::OK();
+    Status s = session_->Commit();
+    session_.reset();
+    if (s.ok()) ++report_->commits;
+    return s;
+  }
+  // Commits once enough has been written since the last commit.
+  Status MaybeCommit() {
+    if (session_ && session_->written_bytes() >= o_.commit_every) return Commit();
+    return Status::OK();
+  }
+  bool Cancelled() const { return o_.cancel && o_.cancel->load(std::memory_order_relaxed); }
+  // An object the session is about to name (a tree's member, a name's
+  // version): in the session, or checked to be in the destination and
+  // checked again at commit. An earlier commit of this copy put it there,
+  // and until something names it a gc there may take it.
+  Status Named(const Digest& id) {
+    if (Session().Holds(id)) return Status::OK();
+    Result<uint64_t> there = Session().ReuseObject(id);
+    if (there.ok()) return Status::OK();
+    if (there.status().IsNotFound())
+      return Status::Busy("a gc at the destination removed object " + id.ObjectId() +
+                          ", which this copy had sent; copy again");
+    return there.status();
+  }
+  // Whether the destination holds id as it should be (a tree as a tree);
+  // *pinned says whether it is pinned there.
+  Result<bool> DstHas(const Digest& id, bool tree, bool* pinned) {
+    auto db = dst_->index.Lock();
+    Result<std::optional<ObjectRow>> row = db->FindObject(id);
+    if (!row.ok()) return row.status();
+    if (!row->has_value()) return false;
+    *pinned = (*row)->pinned;
+    if (!tree) return true;
+    return db->IsTree(id);
+  }
+  Status Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& entries);
+
+  Store::Impl* src_;
+  Store::Impl* dst_;
+  const CopyOptions& o_;
+  CopyReport* report_;
+  const unsigned parallel_;
+  TaskPool pool_;
+  std::unique_ptr<PublishSession> session_;
+  // The destination cuts differently: objects are read whole and cut as
+  // it cuts, so that its own later publishes of the same content find
+  // the same chunks.
+  bool rechunk_ = false;
+  std::unordered_set<Digest, DigestHash> done_;  // objects handled by this copy
+  uint64_t objects_done_ = 0;
+};
+
+Status Copier::Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& entries) {
+  const std::string oid = row.id.ObjectId();
+  // The chunks to fetch, in order; a window of loads runs ahead.
+  std::vector<std::pair<Digest, ChunkLocation>> wanted;
+  {
+    std::unordered_set<Digest, DigestHash> seen;
+    auto src_db = src_->index.Lock();
+    for (const ManifestEntry& e : entries) {
+      if (!seen.insert(e.id).second) continue;
+      Result<std::optional<ChunkLocation>> loc = src_db->FindChunk(e.id);
+      if (!loc.ok()) return loc.status();
+      if (!loc->has_value())
+        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is not in the source's index", oid,
+                                  e.id.Hex());
+      wanted.emplace_back(e.id, **loc);
+    }
+  }
+  {
+    // What the destination has needs no fetch.
+    auto dst_db = dst_->index.Lock();
+    std::vector<std::pair<Digest, ChunkLocation>> missing;
+    for (auto& w : wanted) {
+      Result<std::optional<ChunkLocation>> have = dst_db->FindChunk(w.first);
+      if (!have.ok()) return have.status();
+      if (have->has_value()) ++report_->chunks_skipped;
+      else missing.push_back(w);
+    }
+    wanted = std::move(missing);
+  }
+  const size_t window = 2 * parallel_;
+  std::deque<std::future<Result<ChunkLoader::Bytes>>> inflight;
+  size_t next = 0;
+  while (next < wanted.size() || !inflight.empty()) {
+    while (inflight.size() < window && next < wanted.size()) {
+      const auto& [id, loc] = wanted[next++];
+      inflight.push_back(pool_.Submit([this, oid, id = id, loc = loc] { return src_->loader->Load(oid, id, loc, false); }));
+    }
+    if (Cancelled()) return Status::IOError("interrupted");
+    const size_t at = next - inflight.size();
+    Result<ChunkLoader::Bytes> bytes = inflight.front().get();
+    inflight.pop_front();
+    if (!bytes.ok()) {
+      while (!inflight.empty()) {  // let the others finish before the buffers go
+        inflight.front().wait();
+        inflight.pop_front();
+      }
+      return bytes.status();
+    }
+    const Buffer& b = **bytes;
+    Result<bool> written = Session().AddChunk(wanted[at].first, b.data(), static_cast<uint32_t>(b.size()));
+    if (!written.ok()) return written.status();
+    if (*written) {
+      ++report_->chunks_sent;
+      report_->bytes_sent += b.size();
+    } else {
+      ++report_->chunks_skipped;
+    }
+  }
+  return Status::OK();
+}
+
+Status Copier::Object(const Digest& id, bool pinned, int depth) {
+  if (depth > kMaxTreeDepth) return Status::Corruption("trees nest deeper than " + std::to_string(kMaxTreeDepth) + " levels");
+  if (!done_.insert(id).second) return Status::OK();
+  if (Cancelled()) return Status::IOError("interrupted");
+  const std::string oid = id.ObjectId();
+  ObjectRow row;
+  {
+    auto db = src_->index.Lock();
+    Result<ObjectRow> r = LoadObject(*db, id);
+    if (!r.ok()) return r.status();
+    row = std::move(*r);
+    Result<bool> tree = db->IsTree(id);
+    if (!tree.ok()) return tree.status();
+    if (*tree) {
+      Result<std::vector<Digest>> refs = db->TreeRefsOf(id);
+      if (!refs.ok()) return refs.status();
+      row.tree = true;
+      row.refs = std::move(*refs);
+    }
+  }
+  bool pinned_there = false;
+  Result<bool> have = DstHas(id, row.tree, &pinned_there);
+  if (!have.ok()) return have.status();
+  if (*have && (!pinned || pinned_there)) {
+    // A tree the destination holds holds everything it names already.
+    ++report_->objects_present;
+    return Status::OK();
+  }
+  for (const Digest& child : row.refs) CHUNKSTORE_RETURN_IF_ERROR(Object(child, false, depth + 1));
+  for (const Digest& child : row.refs) CHUNKSTORE_RETURN_IF_ERROR(Named(child));
+  ObjectRole role;
+  role.member = !pinned;
+  role.tree = row.tree;
+  role.refs = row.refs;
+  if (IsInline(row.size, row.chunk_count)) {
+    // Content in the row: checked, then stored as the destination stores
+    // small objects (inline, or as a chunk on a bucket).
+    CHUNKSTORE_RETURN_IF_ERROR(CheckInline(id, row.size, row.manifest));
+    IngestedChunk c;
+    c.id = id;
+    c.length = static_cast<uint32_t>(row.size);
+    c.data = reinterpret_cast<const uint8_t*>(row.manifest.data());
+    if (row.size > dst_->meta.inline_max) {
+      c.codec = TryCompress(c.data, c.length, &c.packed, {dst_->meta.compression});
+      if (c.codec == Codec::kRaw) c.packed.clear();
+    }
+    Result<PublishResult> r = Session().AddWhole(c, "", role);
+    if (!r.ok()) return r.status();
+    if (*have) ++report_->objects_present;
+    else ++report_->objects_copied;
+  } else if (rechunk_ && !*have) {
+    // A whole read in order, which also proves the object's id, through
+    // the destination's own ingest.
+    Result<std::unique_ptr<Reader>> reader = [&] {
+      auto db = src_->index.Lock();
+      return OpenObjectReader(src_->read_source(), *db, oid, false);
+    }();
+    if (!reader.ok()) return reader.status();
+    Reader* r = reader->get();
+    PullSource source([this, r](void* buf, size_t n) -> Result<size_t> {
+      if (Cancelled()) return Status::IOError("interrupted");
+      return r->Read(buf, n);
+    });
+    Result<PublishResult> added = Session().AddSource(source, "", role);
+    if (!added.ok()) return added.status();
+    if (added->id != oid) return Status::Corruption("object " + oid + " read back as other content", oid);
+    report_->chunks_sent += added->chunks - added->reused_chunks;
+    report_->chunks_skipped += added->reused_chunks;
+    report_->bytes_sent += row.size;
+    ++report_->objects_copied;
+  } else {
+    Result<Manifest> m = DecodeManifestWithChain(id, row.size, row.manifest.data(), row.manifest.size());
+    if (!m.ok()) return Status::Corruption("object " + oid + ": " + m.status().message(), oid);
+    if (m->entries.size() != row.chunk_count)
+      return Status::Corruption("object " + oid + ": its manifest and its row disagree on its chunks", oid);
+    if (!*have) CHUNKSTORE_RETURN_IF_ERROR(Chunks(row, m->entries));
+    Result<PublishResult> r = Session().AddObject(id, row.size, m->entries, m->chain, "", role);
+    if (!r.ok()) return r.status();
+    if (*have) ++report_->objects_present;
+    else ++report_->objects_copied;
+  }
+  ++objects_done_;
+  if (o_.progress) o_.progress(report_->bytes_sent, objects_done_);
+  return MaybeCommit();
+}
+
+Status Copier::Name(const std::string& name) {
+  std::vector<NameListing> src_history, dst_history;
+  {
+    Result<std::vector<NameListing>> h = src_->index.Lock()->History(name);
+    if (!h.ok()) return h.status();
+    src_history = std::move(*h);
+  }
+  {
+    Result<std::vector<NameListing>> h = dst_->index.Lock()->History(name);
+    if (!h.ok()) return h.status();
+    dst_history = std::move(*h);
+  }
+  // Oldest first.
+  std::reverse(src_history.begin(), src_history.end());
+  std::reverse(dst_history.begin(), dst_history.end());
+  size_t common = 0;
+  while (common < src_history.size() && common < dst_history.size() &&
+         src_history[common].row.version == dst_history[common].row.version &&
+         src_history[common].row.object == dst_history[common].row.object)
+    ++common;
+  if (common < dst_history.size()) report_->diverged.push_back(name);
+  for (size_t i = common; i < src_history.size(); ++i) {
+    const NameRow& v = src_history[i].row;
+    CHUNKSTORE_RETURN_IF_ERROR(Object(v.object, false));
+    CHUNKSTORE_RETURN_IF_ERROR(Named(v.object));
+    Session().AddNameVersion(name, v.object, v.created);
+    ++report_->name_versions;
+  }
+  return MaybeCommit();
+}
+
+}  // namespace
+
+Result<CopyReport> Store::CopyTo(Store& dst, const std::vector<std::string>& refs, const CopyOptions& options) {
+  if (dst.impl_ == impl_ || dst.impl_->store_id == impl_->store_id)
+    return Status::InvalidArgument("the source and the destination are the same store");
+  if (dst.impl_->read_only) return Status::InvalidArgument("the destination " + dst.dir() + " is read-only");
+  // What to copy, settled before anything is: names, then objects.
+  std::vector<std::string> names;
+  std::vector<Digest> objects;
+  if (refs.empty()) {
+    Result<std::vector<NameListing>> all = impl_->index.Lock()->ListLatest("");
+    if (!all.ok()) return all.status();
+    for (const NameListing& n : *all) names.push_back(n.row.name);
+    Result<std::vector<ObjectRow>> unnamed = impl_->index.Lock()->ListUnnamed();
+    if (!unnamed.ok()) return unnamed.status();
+    for (const ObjectRow& o : *unnamed)
+      if (o.pinned) objects.push_back(o.id);
+  }
+  for (const std::string& ref : refs) {
+    if (!ref.empty() && ref.back() == '/') {
+      Result<std::vector<NameListing>> under = impl_->index.Lock()->ListLatest(ref);
+      if (!under.ok()) return under.status();
+      if (under->empty()) return Status::NotFound("no name starts with " + ref);
+      for (const NameListing& n : *under) names.push_back(n.row.name);
+      continue;
+    }
+    if (ValidateName(ref).ok()) {
+      Result<std::optional<NameRow>> n = impl_->index.Lock()->FindName(ref, 0);
+      if (!n.ok()) return n.status();
+      if (n->has_value()) {
+        names.push_back(ref);
+        continue;
+      }
+    }
+    Result<std::string> id = Resolve(ref);
+    if (!id.ok()) return id.status();
+    objects.push_back(*Digest::FromHex(std::string_view(*id).substr(7)));
+  }
+  CopyReport report;
+  Copier copier(impl_.get(), dst.impl_.get(), options, &report);
+  Status s;
+  for (const std::string& n : names) {
+    s = copier.Name(n);
+    if (!s.ok()) break;
+  }
+  for (size_t i = 0; s.ok() && i < objects.size(); ++i) s = copier.Object(objects[i], true);
+  // What was done before a failure is committed all the same: a rerun
+  // then finds it.
+  Status committed = copier.Finish();
+  CHUNKSTORE_RETURN_IF_ERROR(s);
+  CHUNKSTORE_RETURN_IF_ERROR(committed);
+  return report;
+}
+
+}  // namespace chunkstore

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+// Store::CopyTo: only what the destination lacks, names with their
+// history, trees with what they name, resumable, and refusing damage.
+#include <filesystem>
+
+#include "test_util.h"
+#include "tree_util.h"
+
+namespace chunkstore {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RandomBytes;
+
+class CopyTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Store> Open(const std::string& name, Options o = testing::SmallChunks()) {
+    auto s = Store::Open(dir_ / name, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  // A source with names of several versions, a tree, a small (inline)
+  // object and one published without a name.
+  void Fill(Store& s) {
+    data1_ = RandomBytes(200000, 1);
+    data2_ = data1_;
+    data2_[100000] ^= 1;  // a one-byte edit
+    ASSERT_TRUE(s.PublishBytes(data1_.data(), data1_.size(), "model").ok());
+    ASSERT_TRUE(s.PublishBytes(data2_.data(), data2_.size(), "model").ok());
+    ASSERT_TRUE(s.PublishBytes("tiny", 4, "notes/tiny").ok());
+    auto pinned = s.PublishBytes("unnamed", 7);
+    ASSERT_TRUE(pinned.ok());
+    pinned_id_ = pinned->id;
+    fs::create_directories(dir_ / "src/sub");
+    testing::MakeFile(dir_ / "src/a", RandomBytes(50000, 3), 0640, 1600000000000000000);
+    testing::MakeFile(dir_ / "src/sub/b", RandomBytes(10, 4), 0755, 1600000000000000001);
+    fs::create_symlink("a", dir_ / "src/link");
+    ASSERT_TRUE(s.PublishTree(dir_ / "src", "site").ok());
+  }
+  testing::TempDir dir_;
+  std::vector<uint8_t> data1_, data2_;
+  std::string pinned_id_;
+};
+
+TEST_F(CopyTest, EverythingArrivesOnceAndAgainNothing) {
+  auto a = Open("a");
+  Fill(*a);
+  auto b = Open("b");
+  auto r = a->CopyTo(*b);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->chunks_sent, 0u);
+  EXPECT_EQ(r->name_versions, 4u);  // model@1, model@2, notes/tiny, site
+  EXPECT_TRUE(r->diverged.empty());
+  // The same names, versions, times and objects.
+  for (const std::string name : {"model", "notes/tiny", "site"}) {
+    auto ha = a->History(name), hb = b->History(name);
+    ASSERT_TRUE(ha.ok() && hb.ok()) << name;
+    ASSERT_EQ(ha->size(), hb->size()) << name;
+    for (size_t i = 0; i < ha->size(); ++i) {
+      EXPECT_EQ((*ha)[i].version, (*hb)[i].version);
+      EXPECT_EQ((*ha)[i].id, (*hb)[i].id);
+      EXPECT_EQ((*ha)[i].created, (*hb)[i].created);
+    }
+  }
+  EXPECT_EQ(*testing::ReadObject(*b, "model@1"), data1_);
+  EXPECT_EQ(*testing::ReadObject(*b, "model"), data2_);
+  EXPECT_TRUE(*b->Exists(pinned_id_));
+  auto info = b->Stat(pinned_id_);
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->pinned);
+  ASSERT_TRUE(b->Restore("site", dir_ / "out").ok());
+  EXPECT_EQ(testing::Listing(dir_ / "out"), testing::Listing(dir_ / "src"));
+  auto v = b->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt()) << (v->problems.empty() ? "" : v->problems[0].message);
+  // Again: nothing to send, nothing to commit.
+  auto again = a->CopyTo(*b);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->chunks_sent, 0u);
+  EXPECT_EQ(again->name_versions, 0u);
+  EXPECT_EQ(again->commits, 0u);
+  // The destination's gc keeps all of it.
+  ASSERT_TRUE(b->Gc(testing::GcNow()).ok());
+  EXPECT_TRUE(b->Restore("site", dir_ / "out2").ok());
+  EXPECT_EQ(*testing::ReadObject(*b, "model@1"), data1_);
+}
+
+TEST_F(CopyTest, AnEditedVersionSendsAboutOneChunk) {
+  auto a = Open("a");
+  auto v1 = RandomBytes(1 << 20, 7);
+  ASSERT_TRUE(a->PublishBytes(v1.data(), v1.size(), "big").ok());
+  auto b = Open("b");
+  ASSERT_TRUE(a->CopyTo(*b, {"big"}).ok());
+  auto v2 = v1;
+  v2[500000] ^= 0x40;
+  ASSERT_TRUE(a->PublishBytes(v2.data(), v2.size(), "big").ok());
+  auto r = a->CopyTo(*b, {"big"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_LE(r->chunks_sent, 2u);
+  EXPECT_GT(r->chunks_skipped, 10u);
+  EXPECT_EQ(r->name_versions, 1u);
+  EXPECT_EQ(*testing::ReadObject(*b, "big@2"), v2);
+}
+
+TEST_F(CopyTest, ADivergedHistoryKeepsTheDestinationsAndAddsTheSources) {
+  auto a = Open("a");
+  ASSERT_TRUE(a->PublishBytes("one", 3, "n").ok());
+  ASSERT_TRUE(a->PublishBytes("two", 3, "n").ok());
+  auto b = Open("b");
+  ASSERT_TRUE(b->PublishBytes("other", 5, "n").ok());
+  auto r = a->CopyTo(*b, {"n"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->diverged, (std::vector<std::string>{"n"}));
+  auto h = b->History("n");
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->size(), 3u);
+  EXPECT_EQ(*testing::ReadObject(*b, "n@1"), (std::vector<uint8_t>{'o', 't', 'h', 'e', 'r'}));
+  EXPECT_EQ(*testing::ReadObject(*b, "n@3"), (std::vector<uint8_t>{'t', 'w', 'o'}));
+  // A history that is the beginning of the source's is continued with the
+  // same numbers.
+  auto c = Open("c");
+  ASSERT_TRUE(c->PublishBytes("one", 3, "n").ok());
+  r = a->CopyTo(*c, {"n"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->diverged.empty());
+  EXPECT_EQ(*testing::ReadObject(*c, "n@2"), (std::vector<uint8_t>{'t', 'w', 'o'}));
+}
+
+TEST_F(CopyTest, AnInterruptedCopyKeepsItsCommitsAndARerunSendsTheRest) {
+  auto a = Open("a");
+  std::vector<std::vector<uint8_t>> payloads;
+  for (int i = 0; i < 8; ++i) {
+    payloads.push_back(RandomBytes(120000, 100 + i));
+    ASSERT_TRUE(a->PublishBytes(payloads.back().data(), payloads.back().size(), "p/" + std::to_string(i)).ok());
+  }
+  auto b = Open("b");
+  std::atomic<bool> stop{false};
+  CopyOptions o;
+  o.commit_every = 100000;  // a commit after every object, about
+  o.cancel = &stop;
+  o.progress = [&](uint64_t, uint64_t objects) {
+    if (objects == 4) stop = true;
+  };
+  auto first = a->CopyTo(*b, {}, o);
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.status().message().find("interrupted"), std::string::npos);
+  auto listed = b->List();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_GE(listed->size(), 3u);
+  EXPECT_LT(listed->size(), 8u);
+  auto mid = b->Stats();
+  ASSERT_TRUE(mid.ok());
+  // The rerun sends only what did not arrive: every chunk once in all.
+  auto second = a->CopyTo(*b);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto sa = a->Stats();
+  ASSERT_TRUE(sa.ok());
+  auto sb = b->Stats();
+  ASSERT_TRUE(sb.ok());
+  EXPECT_EQ(sb->chunks, sa->chunks);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(*testing::ReadObject(*b, "p/" + std::to_string(i)), payloads[i]);
+  // What the first committed (all it had written: it commits on its way
+  // out) is not sent again.
+  EXPECT_EQ(second->chunks_sent, sa->chunks - mid->chunks);
+  EXPECT_GT(mid->chunks, 0u);
+}
+
+TEST_F(CopyTest, OtherChunkingAndCodecAtTheDestinationStillDedupe) {
+  auto a = Open("a");
+  const auto data = RandomBytes(600000, 9);
+  testing::WriteFile(dir_ / "f", data);
+  ASSERT_TRUE(a->PublishFile(dir_ / "f", "f").ok());
+  Options other;  // default (large) chunks, zlib
+  other.compression = Compression::Zlib(1);
+  auto b = Open("b", other);
+  ASSERT_TRUE(a->CopyTo(*b).ok());
+  EXPECT_EQ(*testing::ReadObject(*b, "f"), data);
+  auto before = b->Stats();
+  ASSERT_TRUE(before.ok());
+  auto again = b->PublishFile(dir_ / "f", "f");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->new_bytes, 0u);  // the copied chunks are found, cut as the source cut them
+  auto after = b->Stats();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->chunks, before->chunks);
+}
+
+TEST_F(CopyTest, DamageAtTheSourceIsRefusedNamingTheObject) {
+  {
+    auto a = Open("a");
+    auto d = RandomBytes(300000, 11);
+    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  }
+  testing::FlipPackByte(dir_ / "a", 100000);
+  auto a = Open("a");
+  auto b = Open("b");
+  auto r = a->CopyTo(*b);
+  ASSERT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_FALSE(r.status().object_id().empty());
+  EXPECT_TRUE(b->Resolve("x").status().IsNotFound());
+  EXPECT_TRUE(a->CopyTo(*a).status().IsInvalidArgument());
+}
+
+TEST_F(CopyTest, SelectionByNamePrefixAndObject) {
+  auto a = Open("a");
+  Fill(*a);
+  auto b = Open("b");
+  auto r = a->CopyTo(*b, {"notes/", pinned_id_.substr(0, 15)});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto names = b->List();
+  ASSERT_TRUE(names.ok());
+  ASSERT_EQ(names->size(), 1u);
+  EXPECT_EQ((*names)[0].name, "notes/tiny");
+  EXPECT_TRUE(*b->Exists(pinned_id_));
+  EXPECT_FALSE(*b->Exists("model"));
+  EXPECT_TRUE(a->CopyTo(*b, {"nothing/"}).status().IsNotFound());
+  // A path inside a tree copies that subtree, kept as an unnamed object.
+  r = a->CopyTo(*b, {"site:sub"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto sub = a->Resolve("site:sub");
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE(b->Restore(*sub, dir_ / "sub-out").ok());
+  EXPECT_EQ(testing::Listing(dir_ / "sub-out"), testing::Listing(dir_ / "src/sub"));
+}
+
+}  // namespace
+}  // namespace chunkstore
