@@ -26,6 +26,16 @@ struct PublishArgs {
   bool force_hash = false;
 };
 
+struct ServeArgs {
+  std::string listen = "127.0.0.1:8080";
+  bool allow_write = false;
+  std::string token_file;
+  unsigned max_connections = 256;
+  unsigned max_per_client = 64;
+  unsigned timeout_seconds = 30;
+  unsigned threads = 0;  // 0: twice the cores, at least 4
+};
+
 struct RestoreArgs {
   std::string ref, dest;
   bool delete_extra = false;
@@ -43,6 +53,7 @@ int CmdStat(const Globals& g, const std::string& ref);
 int CmdLs(const Globals& g, const std::string& prefix, bool all, bool recursive);
 int CmdRestore(const Globals& g, const RestoreArgs& a);
 int CmdDiff(const Globals& g, const std::string& from, const std::string& to);
+int CmdServe(const Globals& g, const ServeArgs& a);
 int CmdCopy(const Globals& g, const std::string& from, const std::string& to, const std::vector<std::string>& refs);
 // A tree's entries (recursive: everything below it), for ls of a tree.
 int ListTree(const Globals& g, chunkstore::Store& store, const std::string& ref, bool recursive);

@@ -120,6 +120,23 @@ int main(int argc, char** argv) {
   copy->add_option("--from", copy_from, "Source store (default: --store, as every command)")->option_text("DIR|URL");
   copy->add_option("--to", copy_to, "Destination store (created if missing)")->option_text("DIR|URL")->required();
 
+  ServeArgs serve_args;
+  auto* serve = app.add_subcommand("serve", "Serve the store over HTTP (objects, names, ranges)");
+  serve->footer("\nExamples:\n  chunkstore serve\n  chunkstore serve --listen 0.0.0.0:8080\n  chunkstore serve --allow-write --token-file /etc/chunkstore/token\n  curl -r 0-1023 http://127.0.0.1:8080/names/weights/llama\n");
+  serve->add_option("--listen", serve_args.listen, "Address and port (default 127.0.0.1:8080; port 0: any free one)")
+      ->option_text("HOST:PORT");
+  serve->add_flag("--allow-write", serve_args.allow_write, "Take PUT /objects from clients with the token");
+  serve->add_option("--token-file", serve_args.token_file, "The bearer token writes need, read from FILE")
+      ->option_text("FILE");
+  serve->add_option("--max-connections", serve_args.max_connections, "Connections at once (default 256)")
+      ->option_text("N");
+  serve->add_option("--max-per-client", serve_args.max_per_client, "Connections from one address (default 64)")
+      ->option_text("N");
+  serve->add_option("--timeout", serve_args.timeout_seconds, "Close a connection idle this long (s, default 30)")
+      ->option_text("S");
+  serve->add_option("--threads", serve_args.threads, "Worker threads (default twice the cores, at least 4)")
+      ->option_text("N");
+
   auto* stat = app.add_subcommand("stat", "Show an object's size, chunks, storage and names");
   stat->footer("\nExamples:\n  chunkstore stat weights/llama\n  chunkstore --json stat sha256:2f7c1b9e\n");
   stat->add_option("ref", ref, "Object")->required()->option_text("REF");
@@ -254,6 +271,7 @@ int main(int argc, char** argv) {
     if (*restore) return CmdRestore(g, rest);
     if (*diff) return CmdDiff(g, from, to);
     if (*copy) return CmdCopy(g, copy_from, copy_to, copy_refs);
+    if (*serve) return CmdServe(g, serve_args);
     if (*log) return CmdLog(g, name);
     if (*tag) return CmdTag(g, ref, name);
     if (*rm) return CmdRm(g, names, object);

@@ -10,9 +10,12 @@ Usage: readme_examples.py CHUNKSTORE README.md"""
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 
 
 def main(exe, readme):
@@ -49,8 +52,30 @@ def main(exe, readme):
                               capture_output=True, text=True).stdout
     model_id = re.search(r'"id":"sha256:([0-9a-f]{64})"', model_id).group(1)
     failures = 0
+    background = []
     for ex in examples:
         command = re.sub(r"\s+# .*$", "", ex).replace("5f1c0a2b", model_id[:8])
+        if command.endswith("&"):
+            # A server: started on a free port, checked to answer, stopped at the end.
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            command = command[:-1].strip().replace(":8080", f":{port}")
+            proc = subprocess.Popen(["bash", "-c", "exec " + command], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            background.append(proc)
+            ok = False
+            for _ in range(50):
+                time.sleep(0.1)
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/names", timeout=5) as r:
+                        ok = r.status == 200
+                    break
+                except OSError:
+                    continue
+            print(f"{'ok  ' if ok else 'FAIL'} {command} &")
+            failures += not ok
+            continue
         p = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True)
         p.stdout = p.stdout.decode(errors="replace")
         p.stderr = p.stderr.decode(errors="replace")
@@ -61,6 +86,9 @@ def main(exe, readme):
                 line.startswith("sha256:") and line.endswith("  model.bin") for line in shown_output)
         print(f"{'ok  ' if ok else 'FAIL'} {command}" + ("" if ok else f"\n     exit {p.returncode}: {p.stderr.strip()}"))
         failures += not ok
+    for proc in background:
+        proc.terminate()
+        proc.wait(timeout=10)
     subprocess.run(["rm", "-rf", work])
     if failures:
         sys.exit(f"readme_examples: {failures} of {len(examples)} examples failed")

@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: Apache-2.0
+// `chunkstore serve`: an HTTP/1.1 server over a store (libmicrohttpd).
+//
+// Reads: GET and HEAD of /objects/sha256:<hex> (immutable, cached for a
+// year) and /names/<ref> (a name, NAME@N, TREE:PATH: resolved on every
+// request), with single, open, suffix and multiple ranges, If-None-Match,
+// If-Range, an ETag and a Repr-Digest; GET /names?prefix= lists names as
+// JSON. Every byte sent was verified first: the body is streamed from a
+// verified reader, and damage found after the headers went out ends the
+// connection (the client sees a short body, never other bytes), logged
+// with the object and chunk. Writes (PUT /objects[?name=N]) only with
+// --allow-write and the bearer token of --token-file.
+//
+// libmicrohttpd was chosen over cpp-httplib and Boost.Beast for what a
+// server facing untrusted clients needs built in: a thread pool over
+// epoll, limits on connections (in all and per address), on the memory a
+// connection's headers may take and on idle time, and streaming bodies
+// from a callback that can end a connection mid-body.
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "http_range.h"
+#include "terminal.h"
+
+namespace cli {
+
+using chunkstore::Status;
+
+namespace {
+
+constexpr const char* kOctets = "application/octet-stream";
+
+std::string Base64(const uint8_t* p, size_t n) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+    out += t[(v >> 18) & 63];
+    out += t[(v >> 12) & 63];
+    out += i + 1 < n ? t[(v >> 6) & 63] : '=';
+    out += i + 2 < n ? t[v & 63] : '=';
+  }
+  return out;
+}
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+// Verified readers of recently served objects, kept open for the next
+// request: opening one looks up every chunk of its object.
+class ReaderPool {
+ public:
+  explicit ReaderPool(chunkstore::Store& store) : store_(store) {}
+  chunkstore::Result<std::unique_ptr<chunkstore::Reader>> Take(const std::string& id) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = free_.find(id);
+      if (it != free_.end() && !it->second.empty()) {
+        auto r = std::move(it->second.back());
+        it->second.pop_back();
+        --count_;
+        return r;
+      }
+    }
+    return store_.OpenReader(id);
+  }
+  void Give(std::unique_ptr<chunkstore::Reader> r) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (count_ >= kMax) free_.clear(), count_ = 0;  // crude, but bounded
+    free_[r->id()].push_back(std::move(r));
+    ++count_;
+  }
+
+ private:
+  static constexpr size_t kMax = 64;
+  chunkstore::Store& store_;
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::unique_ptr<chunkstore::Reader>>> free_;
+  size_t count_ = 0;
+};
+
+struct Server;
+
+// One request, from its first call to its completion.
+struct Exchange {
+  Server* server = nullptr;
+  std::string method, url, peer;
+  unsigned status = 0;
+  uint64_t body_bytes = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool answered = false;
+  bool write_allowed = false;
+  FILE* spool = nullptr;  // a PUT's body, as it arrives
+  bool spool_failed = false;
+  ~Exchange() {
+    if (spool) std::fclose(spool);
+  }
+};
+
+// What a response body is streamed from.
+struct Body {
+  Server* server = nullptr;
+  Exchange* exchange = nullptr;  // for counting; outlives the body
+  std::unique_ptr<chunkstore::Reader> reader;
+  std::vector<BodyPart> parts;
+  size_t part = 0;
+  uint64_t in_part = 0;  // bytes of the current part already sent
+  bool failed = false;
+};
+
+struct Server {
+  chunkstore::Store& store;
+  ReaderPool readers;
+  bool allow_write = false;
+  std::string token;
+  std::mutex log_mu;
+  Server(chunkstore::Store& s) : store(s), readers(s) {}
+
+  void Log(const std::string& line) {
+    std::lock_guard<std::mutex> l(log_mu);
+    std::cerr << line << "\n" << std::flush;
+  }
+};
+
+MHD_Result Queue(MHD_Connection* c, Exchange* x, unsigned status, MHD_Response* r, uint64_t buffered = 0) {
+  x->status = status;
+  x->body_bytes += buffered;
+  x->answered = true;
+  const MHD_Result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+MHD_Result Text(MHD_Connection* c, Exchange* x, unsigned status, const std::string& body,
+                const char* type = "text/plain; charset=utf-8") {
+  MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  MHD_add_response_header(r, "Content-Type", type);
+  return Queue(c, x, status, r, body.size());
+}
+
+MHD_Result Failure(MHD_Connection* c, Exchange* x, const Status& s) {
+  const unsigned code = s.IsNotFound()           ? MHD_HTTP_NOT_FOUND
+                        : s.IsInvalidArgument()  ? MHD_HTTP_BAD_REQUEST
+                        : s.IsPermissionDenied() ? MHD_HTTP_FORBIDDEN
+                        : s.IsBusy()             ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                 : MHD_HTTP_INTERNAL_SERVER_ERROR;
+  if (s.IsCorruption()) x->server->Log("chunkstore: serve: damage: " + Printable(s.message()));
+  return Text(c, x, code, std::string(CodeName(s.code())) + ": " + s.message() + "\n");
+}
+
+ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
+  auto* b = static_cast<Body*>(cls);
+  size_t out = 0;
+  while (out < max && b->part < b->parts.size()) {
+    const BodyPart& p = b->parts[b->part];
+    if (b->in_part < p.text.size()) {
+      const size_t n = std::min<uint64_t>(max - out, p.text.size() - b->in_part);
+      std::memcpy(buf + out, p.text.data() + b->in_part, n);
+      out += n;
+      b->in_part += n;
+      continue;
+    }
+    const uint64_t data_done = b->in_part - p.text.size();
+    if (!p.has_range || data_done == p.range.length()) {
+      ++b->part;
+      b->in_part = 0;
+      continue;
+    }
+    if (data_done == 0) {
+      Status s = b->reader->Seek(p.range.first);
+      if (s.ok()) b->reader->LimitReadAhead(p.range.last + 1);
+      if (!s.ok()) {
+        b->failed = true;
+        b->server->Log("chunkstore: serve: " + Printable(s.message()));
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+      }
+    }
+    const size_t want = std::min<uint64_t>(max - out, p.range.length() - data_done);
+    chunkstore::Result<size_t> n = b->reader->Read(buf + out, want);
+    if (!n.ok() || *n == 0) {
+      // The headers are out: the only honest answer left is a short body.
+      b->failed = true;
+      b->server->Log("chunkstore: serve: stopped sending " + b->reader->id() + ": " +
+                     Printable(n.ok() ? std::string("the object ended early") : n.status().message()));
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    out += *n;
+    b->in_part += *n;
+  }
+  if (out == 0) return MHD_CONTENT_READER_END_OF_STREAM;
+  b->exchange->body_bytes += out;
+  return static_cast<ssize_t>(out);
+}
+
+void FreeBody(void* cls) {
+  auto* b = static_cast<Body*>(cls);
+  if (b->reader && !b->failed) b->server->readers.Give(std::move(b->reader));
+  delete b;
+}
+
+const char* Header(MHD_Connection* c, const char* name) { return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name); }
+
+// Whether an If-None-Match or If-Range value names etag (or "*").
+bool Matches(const char* list, const std::string& etag) {
+  if (!list) return false;
+  std::string s(list);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    std::string item = s.substr(pos, comma - pos);
+    pos = comma + 1;
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.erase(0, 1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.pop_back();
+    if (item.rfind("W/", 0) == 0) item = item.substr(2);
+    if (item == "*" || item == etag) return true;
+  }
+  return false;
+}
+
+MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, bool by_id) {
+  Server* sv = x->server;
+  chunkstore::Result<std::string> id = sv->store.Resolve(ref);
+  if (!id.ok()) return Failure(c, x, id.status());
+  auto reader = sv->readers.Take(*id);
+  if (!reader.ok()) return Failure(c, x, reader.status());
+  const uint64_t size = (*reader)->size();
+  const std::string etag = "\"" + *id + "\"";
+  auto headers = [&](MHD_Response* r) {
+    MHD_add_response_header(r, "ETag", etag.c_str());
+    MHD_add_response_header(r, "Accept-Ranges", "bytes");
+    uint8_t digest[32];
+    for (int i = 0; i < 32; ++i) digest[i] = static_cast<uint8_t>(std::stoi(id->substr(7 + 2 * i, 2), nullptr, 16));
+    MHD_add_response_header(r, "Repr-Digest", ("sha-256=:" + Base64(digest, 32) + ":").c_str());
+    MHD_add_response_header(r, "Cache-Control", by_id ? "public, max-age=31536000, immutable" : "no-cache");
+    if (!by_id) MHD_add_response_header(r, "Content-Location", ("/objects/" + *id).c_str());
+  };
+  if (Matches(Header(c, "If-None-Match"), etag)) {
+    sv->readers.Give(std::move(*reader));
+    MHD_Response* r = MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
+    headers(r);
+    return Queue(c, x, MHD_HTTP_NOT_MODIFIED, r);
+  }
+  RangeRequest ranges;
+  if (const char* range = Header(c, "Range")) {
+    const char* if_range = Header(c, "If-Range");
+    if (!if_range || Matches(if_range, etag)) ranges = ParseRange(range, size);
+  }
+  if (ranges.outcome == RangeRequest::kUnsatisfiable) {
+    sv->readers.Give(std::move(*reader));
+    MHD_Response* r = MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
+    headers(r);
+    MHD_add_response_header(r, "Content-Range", ("bytes */" + std::to_string(size)).c_str());
+    return Queue(c, x, MHD_HTTP_RANGE_NOT_SATISFIABLE, r);
+  }
+  auto* body = new Body;
+  body->server = sv;
+  body->exchange = x;
+  body->reader = std::move(*reader);
+  unsigned status = MHD_HTTP_OK;
+  std::string content_type = kOctets, content_range;
+  if (ranges.outcome == RangeRequest::kWhole) {
+    BodyPart whole;
+    if (size > 0) {
+      whole.range = {0, size - 1};
+      whole.has_range = true;
+    }
+    body->parts.push_back(whole);
+  } else if (ranges.ranges.size() == 1) {
+    status = MHD_HTTP_PARTIAL_CONTENT;
+    const ByteRange& br = ranges.ranges[0];
+    BodyPart one;
+    one.range = br;
+    one.has_range = true;
+    body->parts.push_back(one);
+    content_range = "bytes " + std::to_string(br.first) + "-" + std::to_string(br.last) + "/" + std::to_string(size);
+  } else {
+    status = MHD_HTTP_PARTIAL_CONTENT;
+    const std::string boundary = "chunkstore-" + id->substr(7, 24);
+    body->parts = MultipartLayout(ranges.ranges, size, boundary, kOctets);
+    content_type = "multipart/byteranges; boundary=" + boundary;
+  }
+  const uint64_t length = BodyLength(body->parts);
+  MHD_Response* r = MHD_create_response_from_callback(length, 256 * 1024, Stream, body, FreeBody);
+  if (!r) {
+    FreeBody(body);
+    return Text(c, x, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot create a response\n");
+  }
+  headers(r);
+  MHD_add_response_header(r, "Content-Type", content_type.c_str());
+  if (!content_range.empty()) MHD_add_response_header(r, "Content-Range", content_range.c_str());
+  return Queue(c, x, status, r);
+}
+
+MHD_Result ListNames(MHD_Connection* c, Exchange* x) {
+  const char* prefix = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "prefix");
+  auto names = x->server->store.List(prefix ? prefix : "");
+  if (!names.ok()) return Failure(c, x, names.status());
+  nlohmann::ordered_json j;
+  j["names"] = nlohmann::ordered_json::array();
+  for (const auto& e : *names)
+    j["names"].push_back({{"name", e.name}, {"version", e.version}, {"id", e.id}, {"size", e.size},
+                          {"created", IsoTime(e.created)}});
+  MHD_Response* r = nullptr;
+  const std::string body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  MHD_add_response_header(r, "Content-Type", "application/json");
+  MHD_add_response_header(r, "Cache-Control", "no-cache");
+  return Queue(c, x, MHD_HTTP_OK, r, body.size());
+}
+
+MHD_Result Put(MHD_Connection* c, Exchange* x, const char* upload, size_t* upload_size) {
+  if (*upload_size > 0) {
+    if (!x->spool_failed && std::fwrite(upload, 1, *upload_size, x->spool) != *upload_size) x->spool_failed = true;
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (x->spool_failed || std::fflush(x->spool) != 0)
+    return Text(c, x, MHD_HTTP_INSUFFICIENT_STORAGE, "cannot keep the upload: " + std::string(std::strerror(errno)) + "\n");
+  std::rewind(x->spool);
+  const int fd = ::fileno(x->spool);
+  const char* name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+  auto pub = x->server->store.PublishPull(
+      [fd](void* buf, size_t n) -> chunkstore::Result<size_t> {
+        for (;;) {
+          const ssize_t got = ::read(fd, buf, n);
+          if (got >= 0) return static_cast<size_t>(got);
+          if (errno != EINTR) return Status::IOError(std::string("cannot read the upload: ") + std::strerror(errno));
+        }
+      },
+      name ? name : "");
+  if (!pub.ok()) return Failure(c, x, pub.status());
+  nlohmann::ordered_json j = {{"id", pub->id}, {"size", pub->size}, {"new_bytes", pub->new_bytes}};
+  if (!pub->name.empty()) j["name"] = pub->name, j["version"] = pub->version;
+  const std::string body = j.dump() + "\n";
+  MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  MHD_add_response_header(r, "Content-Type", "application/json");
+  MHD_add_response_header(r, "Location", ("/objects/" + pub->id).c_str());
+  return Queue(c, x, MHD_HTTP_CREATED, r, body.size());
+}
+
+MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* method, const char*,
+                  const char* upload, size_t* upload_size, void** con_cls) {
+  auto* sv = static_cast<Server*>(cls);
+  auto* x = static_cast<Exchange*>(*con_cls);
+  if (!x) {
+    x = new Exchange;
+    x->server = sv;
+    x->method = method;
+    x->url = url;
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info && info->client_addr) {
+      char addr[INET6_ADDRSTRLEN] = "?";
+      if (info->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(info->client_addr)->sin_addr, addr, sizeof addr);
+      else if (info->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(info->client_addr)->sin6_addr, addr, sizeof addr);
+      x->peer = addr;
+    }
+    *con_cls = x;
+    const std::string m = method;
+    if (m == "PUT" || m == "POST" || m == "DELETE") {
+      // Refused before the body is read.
+      if (!sv->allow_write) return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "writes are off (serve --allow-write)\n");
+      const char* auth = Header(c, "Authorization");
+      if (!auth || std::strncmp(auth, "Bearer ", 7) != 0 || !ConstantTimeEquals(auth + 7, sv->token)) {
+        static const char kDenied[] = "a write needs the server's token (Authorization: Bearer ...)\n";
+        MHD_Response* r =
+            MHD_create_response_from_buffer(sizeof kDenied - 1, const_cast<char*>(kDenied), MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"chunkstore\"");
+        MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+        return Queue(c, x, MHD_HTTP_UNAUTHORIZED, r);
+      }
+      if (m != "PUT" || std::string(url) != "/objects")
+        return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "only PUT /objects writes\n");
+      x->spool = std::tmpfile();
+      if (!x->spool) return Text(c, x, MHD_HTTP_INSUFFICIENT_STORAGE, "cannot keep the upload\n");
+      x->write_allowed = true;
+    }
+    return MHD_YES;
+  }
+  if (x->answered) {  // a refusal queued at the first call: the body is discarded
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  const std::string m = method, u = url;
+  if (x->write_allowed) return Put(c, x, upload, upload_size);
+  if (m != "GET" && m != "HEAD") return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD (and PUT /objects)\n");
+  if (u.rfind("/objects/", 0) == 0) {
+    const std::string ref = u.substr(9);
+    if (ref.size() != 71 || ref.rfind("sha256:", 0) != 0)
+      return Text(c, x, MHD_HTTP_BAD_REQUEST, "objects are named /objects/sha256:<64 hex>\n");
+    return ServeObject(c, x, ref, true);
+  }
+  if (u == "/names" || u == "/names/") return ListNames(c, x);
+  if (u.rfind("/names/", 0) == 0) return ServeObject(c, x, u.substr(7), false);
+  return Text(c, x, MHD_HTTP_NOT_FOUND, "not found: /objects/sha256:<hex>, /names/<name>, /names?prefix=\n");
+}
+
+void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode toe) {
+  auto* sv = static_cast<Server*>(cls);
+  auto* x = static_cast<Exchange*>(*con_cls);
+  if (!x) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - x->start).count();
+  char line[64];
+  std::snprintf(line, sizeof line, " %u %llu %.1fms", x->status, static_cast<unsigned long long>(x->body_bytes), ms);
+  sv->Log(x->peer + " \"" + x->method + " " + Printable(x->url) + "\"" + line +
+          (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)"));
+  delete x;
+  *con_cls = nullptr;
+}
+
+}  // namespace
+
+int CmdServe(const Globals& g, const ServeArgs& a) {
+  // The address: HOST:PORT (IPv4), [HOST]:PORT (IPv6) or PORT (loopback).
+  std::string host = "127.0.0.1", port_text = a.listen;
+  const size_t colon = a.listen.rfind(':');
+  if (colon != std::string::npos) {
+    host = a.listen.substr(0, colon);
+    port_text = a.listen.substr(colon + 1);
+    if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  }
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port > 65535)
+    return Fail(Status::InvalidArgument("--listen takes HOST:PORT, not '" + a.listen + "'"), kUsage);
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  bool v6 = false;
+  if (inet_pton(AF_INET, host.c_str(), &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr) == 1) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(static_cast<uint16_t>(port));
+    addr_len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, host.c_str(), &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr) == 1) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(static_cast<uint16_t>(port));
+    addr_len = sizeof(sockaddr_in6);
+    v6 = true;
+  } else {
+    return Fail(Status::InvalidArgument("--listen: '" + host + "' is not an IP address"), kUsage);
+  }
+  (void)addr_len;
+  std::string token;
+  if (a.allow_write) {
+    if (a.token_file.empty()) return Fail(Status::InvalidArgument("--allow-write needs --token-file"), kUsage);
+    std::ifstream f(a.token_file, std::ios::binary);
+    if (!f) return Fail(Status::IOError("cannot read the token file " + a.token_file), kFailure);
+    token.assign(std::istreambuf_iterator<char>(f), {});
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+    if (token.size() < 16)
+      return Fail(Status::InvalidArgument("the token in " + a.token_file + " is shorter than 16 bytes"), kUsage);
+  }
+  InterruptGuard guard;
+  OPEN_OR_FAIL(store, a.allow_write ? Access::kCreate : Access::kRead);
+  Server sv(store);
+  sv.allow_write = a.allow_write;
+  sv.token = token;
+  const unsigned threads = a.threads ? a.threads : std::max(4u, 2 * std::thread::hardware_concurrency());
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  if (v6) flags |= MHD_USE_IPv6;
+  MHD_Daemon* d = MHD_start_daemon(
+      flags, static_cast<uint16_t>(port), nullptr, nullptr, &Handle, &sv, MHD_OPTION_SOCK_ADDR,
+      reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
+      a.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, a.max_per_client, MHD_OPTION_CONNECTION_TIMEOUT,
+      a.timeout_seconds, MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t{64 * 1024}, MHD_OPTION_NOTIFY_COMPLETED,
+      &Completed, &sv, MHD_OPTION_END);
+  if (!d) return Fail(Status::IOError("cannot listen on " + a.listen + ": " + std::strerror(errno)), kFailure);
+  const MHD_DaemonInfo* info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  const unsigned bound = info ? info->port : static_cast<unsigned>(port);
+  const std::string where = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(bound);
+  if (g.json) {
+    nlohmann::ordered_json j = {{"listen", where}, {"url", "http://" + where}, {"store", store.dir()},
+                                {"writes", a.allow_write}};
+    Print(j.dump() + "\n");
+  } else if (!g.quiet) {
+    Print("serving " + store.dir() + " on http://" + where + (a.allow_write ? " (writes allowed)" : "") + "\n");
+  }
+  // Until Ctrl-C (or SIGTERM); a bucket store takes in what other machines
+  // publish every few seconds.
+  auto last = std::chrono::steady_clock::now();
+  while (!g_interrupted.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (store.is_bucket() && std::chrono::steady_clock::now() - last > std::chrono::seconds(5)) {
+      last = std::chrono::steady_clock::now();
+      Status s = store.Refresh();
+      if (!s.ok()) sv.Log("chunkstore: serve: cannot refresh: " + Printable(s.message()));
+    }
+  }
+  MHD_stop_daemon(d);
+  return kOk;
+}
+
+}  // namespace cli

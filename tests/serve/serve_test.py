@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`chunkstore serve` against real clients: curl (whole objects, single,
+suffix, open and multiple ranges, HEAD, If-None-Match, If-Range, many
+objects at once with --parallel) and Python's urllib (concurrent clients,
+every byte checked), a slow client that must not hold up the others,
+writes with and without the token, and a damaged pack that must end a
+transfer short rather than deliver other bytes.
+Usage: serve_test.py CHUNKSTORE [SOAK_SECONDS]"""
+import base64
+import email.parser
+import hashlib
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+EXE = os.path.abspath(sys.argv[1])
+SOAK = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL", what, flush=True)
+
+
+def cs(store, *args, stdin=None):
+    return subprocess.run([EXE, "--store", store] + list(args), input=stdin, capture_output=True, check=True).stdout
+
+
+class Server:
+    def __init__(self, store, *extra):
+        self.p = subprocess.Popen([EXE, "--store", store, "--json", "serve", "--listen", "127.0.0.1:0"] + list(extra),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self.p.stdout.readline().decode()
+        self.url = json.loads(line)["url"]
+        self.log = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.p.stderr:
+            self.log.append(line.decode(errors="replace"))
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=10)
+
+
+def curl(*args):
+    return subprocess.run(["curl", "-s", "-S"] + list(args), capture_output=True)
+
+
+def get(url, headers=None, method="GET"):
+    req = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="chunkstore-serve-")
+    store = os.path.join(work, "store")
+    rng = random.Random(1)
+    big = rng.randbytes(6 << 20)
+    small = b"hello, chunkstore\n"
+    with open(os.path.join(work, "big"), "wb") as f:
+        f.write(big)
+    cs(store, "-q", "publish", "--name", "models/big", os.path.join(work, "big"))
+    cs(store, "-q", "publish", "--name", "notes/hello", "-", stdin=small)
+    os.makedirs(os.path.join(work, "tree/sub"))
+    with open(os.path.join(work, "tree/sub/f.txt"), "wb") as f:
+        f.write(b"in a tree\n")
+    cs(store, "-q", "publish", "--name", "site", os.path.join(work, "tree"))
+    big_id = "sha256:" + hashlib.sha256(big).hexdigest()
+    srv = Server(store)
+    u = srv.url
+    try:
+        # Whole objects, by id and by name, with curl.
+        r = curl("-o", os.path.join(work, "got"), "-D", "-", f"{u}/objects/{big_id}")
+        check(r.returncode == 0, "curl GET by id")
+        with open(os.path.join(work, "got"), "rb") as f:
+            check(f.read() == big, "whole object by id: same bytes")
+        hdr = r.stdout.decode()
+        check("Cache-Control: public, max-age=31536000, immutable" in hdr, "immutable for objects by id")
+        check(f'ETag: "{big_id}"' in hdr, "ETag")
+        digest = base64.b64encode(hashlib.sha256(big).digest()).decode()
+        check(f"Repr-Digest: sha-256=:{digest}:" in hdr, "Repr-Digest")
+        check("Accept-Ranges: bytes" in hdr, "Accept-Ranges")
+        status, h, body = get(f"{u}/names/notes/hello")
+        check(status == 200 and body == small, "GET by name")
+        check(h.get("Cache-Control") == "no-cache", "names are not cached")
+        status, h, body = get(f"{u}/names/site:sub/f.txt")
+        check(status == 200 and body == b"in a tree\n", "a path inside a tree")
+        # HEAD.
+        status, h, body = get(f"{u}/names/models/big", method="HEAD")
+        check(status == 200 and body == b"" and h.get("Content-Length") == str(len(big)), "HEAD")
+        # Ranges: single, open, suffix, past the end, several.
+        for rng_hdr, want in [("bytes=10-19", big[10:20]), ("bytes=6291000-", big[6291000:]),
+                              ("bytes=-7", big[-7:]), ("bytes=100-99999999999", big[100:])]:
+            status, h, body = get(f"{u}/objects/{big_id}", {"Range": rng_hdr})
+            check(status == 206 and body == want, f"range {rng_hdr}")
+        status, h, body = get(f"{u}/objects/{big_id}", {"Range": "bytes=0-3,1000-1003,5000000-5000009"})
+        check(status == 206 and h["Content-Type"].startswith("multipart/byteranges"), "multi-range is multipart")
+        msg = email.parser.BytesParser().parsebytes(b"Content-Type: " + h["Content-Type"].encode() + b"\r\n\r\n" + body)
+        parts = [(p["Content-Range"], p.get_payload(decode=True)) for p in msg.get_payload()]
+        check(parts == [(f"bytes 0-3/{len(big)}", big[0:4]), (f"bytes 1000-1003/{len(big)}", big[1000:1004]),
+                        (f"bytes 5000000-5000009/{len(big)}", big[5000000:5000010])], "multipart parts")
+        status, h, body = get(f"{u}/objects/{big_id}", {"Range": f"bytes={len(big)}-"})
+        check(status == 416 and h.get("Content-Range") == f"bytes */{len(big)}", "416 for a range past the end")
+        status, h, body = get(f"{u}/objects/{big_id}", {"Range": "bytes=oops"})
+        check(status == 200 and len(body) == len(big), "a malformed range is ignored")
+        # Conditional requests.
+        r = curl("-o", "/dev/null", "-w", "%{http_code}", "-H", f'If-None-Match: "{big_id}"', f"{u}/objects/{big_id}")
+        check(r.stdout == b"304", "If-None-Match gives 304")
+        status, h, body = get(f"{u}/objects/{big_id}", {"Range": "bytes=0-9", "If-Range": '"sha256:other"'})
+        check(status == 200 and len(body) == len(big), "If-Range that does not match gives everything")
+        status, h, body = get(f"{u}/objects/{big_id}", {"Range": "bytes=0-9", "If-Range": f'"{big_id}"'})
+        check(status == 206 and body == big[:10], "If-Range that matches gives the range")
+        # Listing, errors.
+        status, h, body = get(f"{u}/names?prefix=models/")
+        check(status == 200 and [n["name"] for n in json.loads(body)["names"]] == ["models/big"], "listing")
+        check(get(f"{u}/names/nothing")[0] == 404, "unknown name: 404")
+        check(get(f"{u}/objects/sha256:1234")[0] == 400, "malformed id: 400")
+        check(get(f"{u}/elsewhere")[0] == 404, "unknown path: 404")
+        check(get(f"{u}/objects", method="PUT")[0] == 405, "writes are off by default")
+        # Many objects at once.
+        urls = []
+        for i in range(8):
+            urls += ["-o", os.path.join(work, f"par{i}"), f"{u}/objects/{big_id}"]
+        r = curl("--parallel", "--parallel-max", "8", *urls)
+        check(r.returncode == 0, "curl --parallel")
+        for i in range(8):
+            with open(os.path.join(work, f"par{i}"), "rb") as f:
+                check(f.read() == big, f"parallel download {i}")
+        # A slow client (headers trickling in) does not hold up the others.
+        slow = socket.create_connection(("127.0.0.1", int(u.rsplit(":", 1)[1])))
+        slow.sendall(b"GET /objects/")
+        t0 = time.time()
+        ok = all(get(f"{u}/names/notes/hello")[2] == small for _ in range(20))
+        check(ok and time.time() - t0 < 5, "others are served while a client is slow")
+        slow.close()
+        # Concurrent clients for a while, every byte checked.
+        errors, done = [], [0]
+        stop_at = time.time() + SOAK
+
+        def client(seed):
+            local = random.Random(seed)
+            while time.time() < stop_at:
+                a = local.randrange(len(big))
+                b = min(len(big) - 1, a + local.randrange(1, 65536))
+                status, h, body = get(f"{u}/objects/{big_id}", {"Range": f"bytes={a}-{b}"})
+                if status != 206 or body != big[a:b + 1]:
+                    errors.append((a, b, status))
+                done[0] += 1
+
+        threads = [threading.Thread(target=client, args=(s,)) for s in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(not errors, f"16 clients for {SOAK:.0f} s: {len(errors)} errors in {done[0]} requests")
+        print(f"serve_test: 16 clients, {done[0]} range requests in {SOAK:.0f} s, {len(errors)} errors", flush=True)
+        check(any('"GET /objects/' in line and " 206 " in line for line in srv.log), "an access log line per request")
+    finally:
+        srv.stop()
+
+    # Writes: only with --allow-write, only with the token.
+    token = os.path.join(work, "token")
+    with open(token, "w") as f:
+        f.write("0123456789abcdef0123456789abcdef\n")
+    srv = Server(store, "--allow-write", "--token-file", token)
+    u = srv.url
+    try:
+        r = curl("-X", "PUT", "--data-binary", "payload", "-o", "/dev/null", "-w", "%{http_code}", f"{u}/objects")
+        check(r.stdout == b"401", "a write without the token: 401")
+        r = curl("-X", "PUT", "-H", "Authorization: Bearer wrong-token-wrong-token", "--data-binary", "payload",
+                 "-o", "/dev/null", "-w", "%{http_code}", f"{u}/objects")
+        check(r.stdout == b"401", "a write with another token: 401")
+        r = curl("-X", "PUT", "-H", "Authorization: Bearer 0123456789abcdef0123456789abcdef",
+                 "--data-binary", "@" + os.path.join(work, "big"), f"{u}/objects?name=uploaded/big")
+        reply = json.loads(r.stdout)
+        check(reply.get("id") == big_id and reply.get("name") == "uploaded/big", "a write with the token: 201 and the id")
+        check(get(f"{u}/names/uploaded/big")[2] == big, "what was written reads back")
+    finally:
+        srv.stop()
+
+    # Damage: a transfer ends short, never with other bytes.
+    packs = sorted(os.path.join(store, "packs", p) for p in os.listdir(os.path.join(store, "packs")))
+    biggest = max(packs, key=os.path.getsize)
+    with open(biggest, "r+b") as f:
+        f.seek(os.path.getsize(biggest) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x55]))
+    srv = Server(store)
+    u = srv.url
+    try:
+        r = curl("-o", os.path.join(work, "damaged"), f"{u}/objects/{big_id}")
+        with open(os.path.join(work, "damaged"), "rb") as f:
+            got = f.read()
+        check(r.returncode != 0, "curl sees the transfer fail")
+        check(len(got) < len(big) and big[:len(got)] == got, "only verified bytes were sent before it ended")
+        try:
+            urllib.request.urlopen(f"{u}/objects/{big_id}", timeout=30).read()
+            check(False, "urllib sees the transfer fail")
+        except Exception:
+            pass
+        time.sleep(0.2)
+        check(any("damage" in line or "stopped sending" in line for line in srv.log), "the damage is logged")
+        check(any(big_id in line for line in srv.log if "stopped" in line or "damage" in line), "naming the object")
+    finally:
+        srv.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    if FAILURES:
+        sys.exit(f"serve_test: {len(FAILURES)} checks failed")
+    print("serve_test: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
