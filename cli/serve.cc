@@ -9,7 +9,9 @@
 // verified reader, and damage found after the headers went out ends the
 // connection (the client sees a short body, never other bytes), logged
 // with the object and chunk. Writes (PUT /objects[?name=N]) only with
-// --allow-write and the bearer token of --token-file.
+// --allow-write and the bearer token of --token-file. Under /blobs the
+// store is a read-only S3 bucket (serve_blobs.h): what an http:// store
+// on another machine reads.
 //
 // libmicrohttpd was chosen over cpp-httplib and Boost.Beast for what a
 // server facing untrusted clients needs built in: a thread pool over
@@ -36,6 +38,7 @@
 
 #include "common.h"
 #include "http_range.h"
+#include "serve_blobs.h"
 #include "terminal.h"
 
 namespace cli {
@@ -130,6 +133,7 @@ struct Body {
 
 struct Server {
   chunkstore::Store& store;
+  std::unique_ptr<chunkstore::BlobStore> blobs;  // the store as a read-only bucket, for /blobs
   ReaderPool readers;
   bool allow_write = false;
   std::string token;
@@ -359,6 +363,55 @@ MHD_Result Put(MHD_Connection* c, Exchange* x, const char* upload, size_t* uploa
   return Queue(c, x, MHD_HTTP_CREATED, r, body.size());
 }
 
+// A blob's bytes, read from the view as they are sent. They are not
+// verified here: what a client reads through /blobs it verifies itself, as
+// it does a bucket's.
+struct BlobBody {
+  Server* server = nullptr;
+  Exchange* exchange = nullptr;
+  std::string key;
+  uint64_t offset = 0, length = 0;
+};
+
+ssize_t StreamBlob(void* cls, uint64_t pos, char* buf, size_t max) {
+  auto* b = static_cast<BlobBody*>(cls);
+  if (pos >= b->length) return MHD_CONTENT_READER_END_OF_STREAM;
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(max, b->length - pos));
+  size_t got = 0;
+  Status s = b->server->blobs->GetRange(b->key, b->offset + pos, want, buf, &got);
+  if (!s.ok() || got == 0) {
+    b->server->Log("chunkstore: serve: stopped sending blob " + Printable(b->key) + ": " +
+                   Printable(s.ok() ? std::string("it ended early") : s.message()));
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+  }
+  b->exchange->body_bytes += got;
+  return static_cast<ssize_t>(got);
+}
+
+MHD_Result SendBlobAnswer(MHD_Connection* c, Exchange* x, BlobAnswer a) {
+  MHD_Response* r = nullptr;
+  if (a.stream) {
+    auto* body = new BlobBody{x->server, x, std::move(a.key), a.offset, a.length};
+    r = MHD_create_response_from_callback(a.length, 256 * 1024, StreamBlob, body,
+                                          [](void* p) { delete static_cast<BlobBody*>(p); });
+    if (!r) {
+      delete body;
+      return Text(c, x, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot create a response\n");
+    }
+  } else {
+    r = MHD_create_response_from_buffer(a.body.size(), a.body.data(), MHD_RESPMEM_MUST_COPY);
+  }
+  for (const auto& [name, value] : a.headers) MHD_add_response_header(r, name.c_str(), value.c_str());
+  return Queue(c, x, a.status, r, a.stream ? 0 : a.body.size());
+}
+
+MHD_Result ServeBlobs(MHD_Connection* c, Exchange* x, const std::string& path) {
+  auto arg = [c](const char* name) { return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name); };
+  return SendBlobAnswer(c, x, AnswerBlobRequest(*x->server->blobs, x->method, path, arg, Header(c, "Range")));
+}
+
+bool IsBlobPath(const std::string& u) { return u == "/blobs" || u.rfind("/blobs/", 0) == 0; }
+
 MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* method, const char*,
                   const char* upload, size_t* upload_size, void** con_cls) {
   auto* sv = static_cast<Server*>(cls);
@@ -379,6 +432,7 @@ MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* met
     }
     *con_cls = x;
     const std::string m = method;
+    if (IsBlobPath(url) && m != "GET" && m != "HEAD") return SendBlobAnswer(c, x, RefuseBlobWrite(x->url.substr(6)));
     if (m == "PUT" || m == "POST" || m == "DELETE") {
       // Refused before the body is read.
       if (!sv->allow_write) return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "writes are off (serve --allow-write)\n");
@@ -406,6 +460,7 @@ MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* met
   const std::string m = method, u = url;
   if (x->write_allowed) return Put(c, x, upload, upload_size);
   if (m != "GET" && m != "HEAD") return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD (and PUT /objects)\n");
+  if (IsBlobPath(u)) return ServeBlobs(c, x, u.substr(6));
   if (u.rfind("/objects/", 0) == 0) {
     const std::string ref = u.substr(9);
     if (ref.size() != 71 || ref.rfind("sha256:", 0) != 0)
@@ -414,7 +469,7 @@ MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* met
   }
   if (u == "/names" || u == "/names/") return ListNames(c, x);
   if (u.rfind("/names/", 0) == 0) return ServeObject(c, x, u.substr(7), false);
-  return Text(c, x, MHD_HTTP_NOT_FOUND, "not found: /objects/sha256:<hex>, /names/<name>, /names?prefix=\n");
+  return Text(c, x, MHD_HTTP_NOT_FOUND, "not found: /objects/sha256:<hex>, /names/<name>, /names?prefix=, /blobs\n");
 }
 
 void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode toe) {
@@ -476,6 +531,9 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
   InterruptGuard guard;
   OPEN_OR_FAIL(store, a.allow_write ? Access::kCreate : Access::kRead);
   Server sv(store);
+  auto view = store.OpenBlobView();
+  if (!view.ok()) return Fail(view.status(), kFailure);
+  sv.blobs = std::move(*view);
   sv.allow_write = a.allow_write;
   sv.token = token;
   const unsigned threads = a.threads ? a.threads : std::max(4u, 2 * std::thread::hardware_concurrency());

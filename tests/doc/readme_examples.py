@@ -31,7 +31,7 @@ def main(exe, readme):
     os.makedirs(bindir)
     os.symlink(os.path.abspath(exe), os.path.join(bindir, "chunkstore"))
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
-               CHUNKSTORE_DIR=os.path.join(work, "store"))
+               CHUNKSTORE_DIR=os.path.join(work, "store"), XDG_CACHE_HOME=os.path.join(work, "cache"))
 
     def write(name, data):
         path = os.path.join(work, name)
@@ -53,8 +53,11 @@ def main(exe, readme):
     model_id = re.search(r'"id":"sha256:([0-9a-f]{64})"', model_id).group(1)
     failures = 0
     background = []
+    port = None  # the server's, once one is started: later examples speak to it
     for ex in examples:
         command = re.sub(r"\s+# .*$", "", ex).replace("5f1c0a2b", model_id[:8])
+        if port is not None:
+            command = command.replace(":8080", f":{port}")
         if command.endswith("&"):
             # A server: started on a free port, checked to answer, stopped at the end.
             with socket.socket() as probe:

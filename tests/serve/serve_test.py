@@ -4,8 +4,11 @@
 suffix, open and multiple ranges, HEAD, If-None-Match, If-Range, many
 objects at once with --parallel) and Python's urllib (concurrent clients,
 every byte checked), a slow client that must not hold up the others,
-writes with and without the token, and a damaged pack that must end a
-transfer short rather than deliver other bytes.
+writes with and without the token, the store opened from another
+process as an http:// store (ls, cat, restore, verify, copy; writes
+refused; new publishes seen), the S3 answers under /blobs to crafted
+requests, and a damaged pack that must end a transfer short rather than
+deliver other bytes, and that an http:// reader reports by object.
 Usage: serve_test.py CHUNKSTORE [SOAK_SECONDS]"""
 import base64
 import email.parser
@@ -54,6 +57,14 @@ class Server:
     def stop(self):
         self.p.terminate()
         self.p.wait(timeout=10)
+
+
+def run(store, *args, cache=None, stdin=None):
+    """chunkstore with its own cache directory (for http:// stores)."""
+    env = dict(os.environ)
+    if cache:
+        env["XDG_CACHE_HOME"] = cache
+    return subprocess.run([EXE, "--store", store] + list(args), input=stdin, capture_output=True, env=env)
 
 
 def curl(*args):
@@ -196,6 +207,54 @@ def main():
     finally:
         srv.stop()
 
+    # The store from another process, as an http:// store.
+    srv = Server(store)
+    u = srv.url
+    cache = os.path.join(work, "cache")
+    try:
+        local_ls = run(store, "ls").stdout
+        r = run(u, "ls", cache=cache)
+        check(r.returncode == 0 and r.stdout == local_ls, f"ls over http matches ls: {r.stderr[-300:]!r}")
+        r = run(u, "cat", "models/big", cache=cache)
+        check(r.returncode == 0 and r.stdout == big, "cat over http")
+        r = run(u, "restore", "site", os.path.join(work, "site-out"), cache=cache)
+        with open(os.path.join(work, "site-out/sub/f.txt"), "rb") as f:
+            check(r.returncode == 0 and f.read() == b"in a tree\n", "restore over http")
+        r = run(u, "verify", cache=cache)
+        check(r.returncode == 0 and r.stdout.startswith(b"ok:"), f"verify over http: {r.stdout!r}")
+        mirror = os.path.join(work, "mirror")
+        r = run(u, "copy", "--to", mirror, cache=cache)
+        check(r.returncode == 0, f"copy from http: {r.stderr[-300:]!r}")
+        check(run(mirror, "cat", "uploaded/big").stdout == big, "copied from http, read back")
+        check(run(mirror, "ls").stdout == local_ls, "the copy has every name")
+        r = run(u, "publish", "--name", "notes/hello", "-", cache=cache, stdin=b"not allowed")
+        check(r.returncode != 0 and b"read-only" in r.stderr, f"publishing to an http store is refused: {r.stderr!r}")
+        r = run(u, "rm", "notes/hello", cache=cache)
+        check(r.returncode != 0, "removing from an http store is refused")
+        check(run(store, "ls").stdout == local_ls, "refused writes changed nothing")
+        cs(store, "-q", "publish", "--name", "notes/later", "-", stdin=b"published while served\n")
+        r = run(u, "cat", "notes/later", cache=cache)
+        check(r.returncode == 0 and r.stdout == b"published while served\n", "a new publish is seen over http")
+        # /blobs against crafted requests.
+        r = curl("-X", "PUT", "--data-binary", "x", "-w", "%{http_code}", f"{u}/blobs/config")
+        check(r.stdout.endswith(b"403") and b"AccessDenied" in r.stdout, "a blob write: 403 AccessDenied")
+        r = curl("-X", "DELETE", "-o", "/dev/null", "-w", "%{http_code}", f"{u}/blobs/config")
+        check(r.stdout == b"403", "a blob delete: 403")
+        for path in ["/blobs/../index.db", "/blobs/index.db", "/blobs/log/LOCK", "/blobs/packs/../config",
+                     "/blobs//etc/passwd", "/blobs/packs/pack-%2e%2e.pack", "/blobs/log/..%2f..%2fconfig"]:
+            r = curl("--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", u + path)
+            check(r.stdout in (b"404", b"400"), f"{path}: {r.stdout!r}")
+        status, h, body = get(f"{u}/blobs?list-type=2&prefix=packs/")
+        check(status == 200 and b"<Key>packs/pack-" in body and b"<Key>config" not in body, "ListObjectsV2 by prefix")
+        status, h, body = get(f"{u}/blobs?list-type=1")
+        check(status == 400, "only ListObjectsV2")
+        status, h, body = get(f"{u}/blobs/config", {"Range": "bytes=0-3"})
+        check(status == 206 and len(body) == 4 and h.get("Content-Range", "").startswith("bytes 0-3/"), "a ranged blob")
+        status, h, body = get(f"{u}/blobs/config", {"Range": "bytes=999999-"})
+        check(status == 416, "a blob range past the end: 416")
+    finally:
+        srv.stop()
+
     # Damage: a transfer ends short, never with other bytes.
     packs = sorted(os.path.join(store, "packs", p) for p in os.listdir(os.path.join(store, "packs")))
     biggest = max(packs, key=os.path.getsize)
@@ -220,6 +279,11 @@ def main():
         time.sleep(0.2)
         check(any("damage" in line or "stopped sending" in line for line in srv.log), "the damage is logged")
         check(any(big_id in line for line in srv.log if "stopped" in line or "damage" in line), "naming the object")
+        # An http:// reader verifies what it is sent, and says what is damaged.
+        r = run(u, "cat", big_id, cache=os.path.join(work, "cache2"))
+        check(r.returncode != 0 and len(r.stdout) < len(big) and big[:len(r.stdout)] == r.stdout,
+              "cat over http stops before damaged bytes")
+        check(big_id.encode() in r.stderr and b"chunk" in r.stderr, f"and names the object and chunk: {r.stderr!r}")
     finally:
         srv.stop()
     shutil.rmtree(work, ignore_errors=True)

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "chunkstore/blob_store.h"
 #include "chunkstore/options.h"
 #include "chunkstore/status.h"
 #include "chunkstore/tree.h"
@@ -407,6 +408,15 @@ class Store {
   // versions (CopyReport::diverged). InvalidArgument when dst is this
   // store.
   Result<CopyReport> CopyTo(Store& dst, const std::vector<std::string>& refs = {}, const CopyOptions& options = {});
+
+  // This store as a read-only bucket (docs/format.md, "Bucket layout"), for
+  // `serve` to hand to machines that open it as an http:// store: a bucket
+  // store's own bucket, or for a directory store its config, the
+  // checkpoints and records of its two newest log segments and its packs
+  // up to their committed lengths, made from its files as they are at each
+  // call. Every write is PermissionDenied. Unsupported for an in-memory
+  // store. Thread safe; keeps the store's internals alive.
+  Result<std::unique_ptr<BlobStore>> OpenBlobView();
 
   // Reclaims the space of chunks no live object needs. Safe against crashes
   // at any point and against readers and publishers in other processes; one

@@ -77,7 +77,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, const Options
   CHUNKSTORE_RETURN_IF_ERROR(options.compression.Validate());
   CHUNKSTORE_RETURN_IF_ERROR(ValidateInlineMax(EffectiveInlineMax(options.inline_max, options.chunking),
                                                options.chunking));
-  const bool bucket = options.blob_store != nullptr || dir.rfind("s3://", 0) == 0;
+  const bool bucket = options.blob_store != nullptr || dir.rfind("s3://", 0) == 0 || dir.rfind("http://", 0) == 0 ||
+                      dir.rfind("https://", 0) == 0;
   Result<std::shared_ptr<Impl>> impl = bucket ? OpenBucketStore(dir, options) : OpenDirectoryStore(dir, options);
   if (!impl.ok()) return impl.status();
   return std::unique_ptr<Store>(new Store(std::move(*impl)));

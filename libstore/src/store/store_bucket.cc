@@ -85,6 +85,34 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
     impl->blobs = options.blob_store;
     impl->dir = options.blob_store->Describe();
     if (cache.empty()) cache = location;
+  } else if (location.rfind("http://", 0) == 0 || location.rfind("https://", 0) == 0) {
+    // A store `serve` serves: a bucket at BASE/blobs, spoken to as S3 (its
+    // subset of ListObjectsV2 and ranged GETs), read-only. The signature is
+    // there only because the client always signs; the server ignores it.
+    std::string base = location;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    const size_t scheme = base.find("://") + 3;
+    if (base.find('/', scheme) != std::string::npos || base.size() <= scheme)
+      return Status::InvalidArgument("an http store is http://HOST:PORT, not " + location);
+    S3Location where;
+    where.bucket = "blobs";
+    S3Options s3 = options.s3;
+    s3.endpoint = base;
+    if (s3.region.empty()) s3.region = "us-east-1";
+    s3.access_key = "chunkstore";
+    s3.secret_key = "chunkstore";
+    s3.session_token.clear();
+    if (s3.ca_bundle.empty()) {
+      if (const char* ca = std::getenv("AWS_CA_BUNDLE"); ca && *ca) s3.ca_bundle = ca;
+      else if (const char* cert = std::getenv("SSL_CERT_FILE"); cert && *cert) s3.ca_bundle = cert;
+    }
+    Result<std::unique_ptr<BlobStore>> blobs = NewS3BlobStore(where, s3, false);
+    if (!blobs.ok()) return blobs.status();
+    impl->owned_blobs = NewReadOnlyBlobStore(
+        std::move(*blobs), base + " is a served store, read-only; change the store it serves instead");
+    impl->blobs = impl->owned_blobs.get();
+    impl->dir = base;
+    if (cache.empty()) cache = DefaultCacheRoot() + "/" + Sha256::Of(base.data(), base.size()).Hex().substr(0, 16);
   } else {
     Result<S3Location> where = ParseS3Url(location);
     if (!where.ok()) return where.status();

@@ -76,6 +76,9 @@ Status CreateDirs(Env* env, const std::string& dir, bool sync = false);
 
 // Store::Open for bucket stores (store_bucket.cc).
 Result<std::shared_ptr<Store::Impl>> OpenBucketStore(const std::string& location, const Options& options);
+
+// inner, with every write refused as PermissionDenied saying why (blob_view.cc).
+std::unique_ptr<BlobStore> NewReadOnlyBlobStore(std::unique_ptr<BlobStore> inner, std::string why);
 // Store::Open for directory stores (store_dir.cc), and in-memory ones.
 Result<std::shared_ptr<Store::Impl>> OpenDirectoryStore(const std::string& dir, const Options& options);
 Result<std::shared_ptr<Store::Impl>> OpenMemoryStore(const Options& options);
