@@ -261,6 +261,7 @@ Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access ac
   o.refresh_on_open = refresh;
   o.create_if_missing = access == Access::kCreate;
   o.rebuild_index = rebuild;
+  if (g.cache_bytes) o.cache_bytes = g.cache_bytes;
   const std::string dir = StoreDir(g);
   // A store this process cannot write (read-only media, another user's
   // files) is still readable: opened read-only, the index is read as it

@@ -17,6 +17,7 @@ struct Globals {
   bool quiet = false;
   bool json = false;
   std::string progress = "auto";  // auto, json or none (terminal.h, WantProgress)
+  size_t cache_bytes = 0;  // verified chunks the store keeps for repeated reads; 0: the library's default
 };
 
 struct PublishArgs {
@@ -34,6 +35,7 @@ struct ServeArgs {
   unsigned max_per_client = 64;
   unsigned timeout_seconds = 30;
   unsigned threads = 0;  // 0: twice the cores, at least 4
+  size_t cache_mib = 512;  // verified chunks kept for repeated reads
 };
 
 struct RestoreArgs {

@@ -48,6 +48,7 @@ using chunkstore::Status;
 namespace {
 
 constexpr const char* kOctets = "application/octet-stream";
+constexpr uint64_t kShortRange = 4u << 20;  // bytes; a range this short is read at random (Body)
 
 std::string Base64(const uint8_t* p, size_t n) {
   static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -190,7 +191,12 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
       b->in_part = 0;
       continue;
     }
-    if (data_done == 0) {
+    // A short range (a header, one tensor) is read at random: its chunks
+    // go through the store's cache, where the next request for a nearby
+    // range finds them verified. A long one streams with read-ahead, and
+    // the whole object streams so that its id is checked too.
+    const bool short_range = p.range.length() <= kShortRange && p.range.length() < b->reader->size();
+    if (data_done == 0 && !short_range) {
       Status s = b->reader->Seek(p.range.first);
       if (s.ok()) b->reader->LimitReadAhead(p.range.last + 1);
       if (!s.ok()) {
@@ -200,7 +206,8 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
       }
     }
     const size_t want = std::min<uint64_t>(max - out, p.range.length() - data_done);
-    chunkstore::Result<size_t> n = b->reader->Read(buf + out, want);
+    chunkstore::Result<size_t> n = short_range ? b->reader->ReadAt(p.range.first + data_done, buf + out, want)
+                                               : b->reader->Read(buf + out, want);
     if (!n.ok() || *n == 0) {
       // The headers are out: the only honest answer left is a short body.
       b->failed = true;
@@ -529,7 +536,13 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
       return Fail(Status::InvalidArgument("the token in " + a.token_file + " is shorter than 16 bytes"), kUsage);
   }
   InterruptGuard guard;
-  OPEN_OR_FAIL(store, a.allow_write ? Access::kCreate : Access::kRead);
+  // A server reads the same chunks again and again (ranges of popular
+  // objects): each is verified once, then served from memory.
+  Globals with_cache = g;
+  with_cache.cache_bytes = a.cache_mib << 20;
+  auto store_r = OpenStore(with_cache, a.allow_write ? Access::kCreate : Access::kRead);
+  if (!store_r.ok()) return FailOpen(store_r.status());
+  chunkstore::Store& store = **store_r;
   Server sv(store);
   auto view = store.OpenBlobView();
   if (!view.ok()) return Fail(view.status(), kFailure);

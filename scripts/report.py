@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_cli import cli_section  # noqa: E402
 from report_real import chunking_section, codecs_section, real_section  # noqa: E402
 from report_trees import trees_section  # noqa: E402
+from report_serve import serve_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEAS = os.path.join(ROOT, "docs", "measurements")
@@ -557,6 +558,8 @@ def main():
     real, codecs, chunking = load(real_path), load(codecs_path), load(chunking_path)
     trees_path = newest("trees-*.json")
     trees = load(trees_path)
+    serve_path = newest("serve-*.json")
+    serve = load(serve_path)
     s3 = load(s3_path)
     cli_path = newest("cli-*.json")
     cli = load(cli_path)
@@ -634,6 +637,10 @@ ratio ranges use the samples' min–max.{clock_words(small, large)}
 ## Bucket stores on S3
 
 {s3_section(s3, s3_path)}
+
+## Serving and copying
+
+{serve_section(serve, rel(serve_path) if serve_path else "")}
 
 ## Compared with restic, borg and casync
 

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""serve and copy against their own yardsticks, whole processes, in
+alternating rounds (medians with min-max, ratios per round):
+
+- a full GET of a 256 MiB object through `serve` (curl to /dev/null)
+  against `chunkstore cat REF > /dev/null` of the same object;
+- `chunkstore --store http://HOST:PORT cat` of it (a served store read as
+  a bucket, every chunk verified by the client) against the local `cat`;
+- 32 KiB GETs at random offsets of that object, 8 keep-alive clients (wrk,
+  2 threads), warm: requests per second;
+- `copy` of 1 GiB of new data from one directory store into a new one
+  against a durable `publish` of the same bytes into a new store;
+- `copy` of a second version with a one-byte edit: chunks sent.
+
+The payload is pseudo-random (incompressible). Writes
+docs/measurements/serve-DATE.json (see scripts/report.py)."""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_peers import ROOT, write_measurement  # noqa: E402
+
+WRK_SCRIPT = """
+math.randomseed(os.time())
+request = function()
+  local size = %d
+  local first = math.random(0, size - 32768)
+  wrk.headers["Range"] = "bytes=" .. first .. "-" .. (first + 32767)
+  return wrk.format("GET", "%s")
+end
+"""
+
+
+def timed(cmd, **kw):
+    os.sync()
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, **kw)
+    return time.perf_counter() - start
+
+
+def stats(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "samples": values}
+
+
+def payload(path, mib):
+    """mib MiB of pseudo-random (incompressible) bytes."""
+    with open(path, "wb") as f:
+        for _ in range(mib):
+            f.write(os.urandom(1 << 20))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chunkstore", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--wrk-seconds", type=int, default=10)
+    args = ap.parse_args()
+    exe = os.path.abspath(args.chunkstore)
+    work = tempfile.mkdtemp(prefix="chunkstore-serve-", dir="/var/tmp")
+    try:
+        obj = os.path.join(work, "obj")
+        payload(obj, 256)
+        store = os.path.join(work, "store")
+        subprocess.run([exe, "--store", store, "-q", "publish", "--name", "obj", obj], check=True)
+        oid = subprocess.run([exe, "--store", store, "--json", "stat", "obj"], check=True, capture_output=True,
+                             text=True).stdout
+        oid = json.loads(oid)["id"]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        server = subprocess.Popen([exe, "--store", store, "-q", "serve", "--listen", f"127.0.0.1:{port}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        url = f"http://127.0.0.1:{port}/objects/{oid}"
+        lua = os.path.join(work, "ranges.lua")
+        with open(lua, "w") as f:
+            f.write(WRK_SCRIPT % (256 << 20, f"/objects/{oid}"))
+        cat_s, get_s, get_ratio, rps = [], [], [], []
+        http_s, http_ratio = [], []
+        devnull = open(os.devnull, "wb")
+        http_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
+        http_store = f"http://127.0.0.1:{port}"
+        subprocess.run([exe, "--store", http_store, "ls"], check=True, env=http_env, stdout=devnull)  # its cache
+        for rnd in range(args.rounds):
+            pair = [("cat", lambda: timed([exe, "--store", store, "cat", oid], stdout=devnull)),
+                    ("get", lambda: timed(["curl", "-s", "-o", "/dev/null", url]))]
+            if rnd % 2:
+                pair.reverse()
+            got = {name: fn() for name, fn in pair}
+            cat_s.append(got["cat"])
+            get_s.append(got["get"])
+            get_ratio.append(got["cat"] / got["get"])
+            http_s.append(timed([exe, "--store", http_store, "cat", oid], stdout=devnull, env=http_env))
+            http_ratio.append(got["cat"] / http_s[-1])
+            out = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", f"{args.wrk_seconds}s", "-s", lua,
+                                  f"http://127.0.0.1:{port}"], check=True, capture_output=True, text=True).stdout
+            rps.append(float(next(line.split()[1] for line in out.splitlines() if line.startswith("Requests/sec"))))
+            print(f"measure_serve: round {rnd + 1}: cat {got['cat']:.3f} s, GET {got['get']:.3f} s, "
+                  f"http store cat {http_s[-1]:.3f} s, {rps[-1]:,.0f} range requests/s", flush=True)
+        server.terminate()
+        server.wait()
+
+        # copy: 1 GiB of new data, against a durable publish of it.
+        big = os.path.join(work, "big")
+        payload(big, 1024)
+        src = os.path.join(work, "src")
+        subprocess.run([exe, "--store", src, "-q", "publish", "--name", "big", big], check=True)
+        copy_s, publish_s, copy_ratio = [], [], []
+        for rnd in range(args.rounds):
+            dst = os.path.join(work, f"dst{rnd}")
+            fresh = os.path.join(work, f"fresh{rnd}")
+            pair = [("copy", lambda: timed([exe, "--store", src, "-q", "copy", "--to", dst])),
+                    ("publish", lambda: timed([exe, "--store", fresh, "-q", "publish", big]))]
+            if rnd % 2:
+                pair.reverse()
+            got = {name: fn() for name, fn in pair}
+            copy_s.append(got["copy"])
+            publish_s.append(got["publish"])
+            copy_ratio.append(got["publish"] / got["copy"])
+            shutil.rmtree(dst)
+            shutil.rmtree(fresh)
+            print(f"measure_serve: round {rnd + 1}: copy {got['copy']:.3f} s, publish {got['publish']:.3f} s",
+                  flush=True)
+        # A one-byte edit, copied after the first version.
+        dst = os.path.join(work, "dst-edit")
+        subprocess.run([exe, "--store", src, "-q", "copy", "--to", dst], check=True)
+        with open(big, "r+b") as f:
+            f.seek(600 << 20)
+            b = f.read(1)
+            f.seek(600 << 20)
+            f.write(bytes([b[0] ^ 1]))
+        subprocess.run([exe, "--store", src, "-q", "publish", "--name", "big", big], check=True)
+        edit = json.loads(subprocess.run([exe, "--store", src, "--json", "copy", "--to", dst], check=True,
+                                         capture_output=True, text=True).stdout)
+        out = {
+            "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "rounds": args.rounds,
+            "git_commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                                         capture_output=True, text=True).stdout.strip(),
+            "nproc": os.cpu_count(),
+            "serve": {"cat_s": stats(cat_s), "get_s": stats(get_s), "get_vs_cat": stats(get_ratio),
+                      "http_store_cat_s": stats(http_s), "http_store_cat_vs_cat": stats(http_ratio),
+                      "range_32k_requests_per_s": stats(rps), "object_bytes": 256 << 20,
+                      "wrk": f"wrk -t 2 -c 8 -d {args.wrk_seconds}s, 32 KiB ranges at random offsets"},
+            "copy": {"copy_s": stats(copy_s), "publish_s": stats(publish_s), "copy_vs_publish": stats(copy_ratio),
+                     "bytes": 1 << 30, "edit_chunks_sent": edit["chunks_sent"],
+                     "edit_chunks_skipped": edit["chunks_skipped"]},
+            "notes": "whole processes on one machine (server and clients share its cores); payload pseudo-random "
+                     "and in the page cache; cat and GET to /dev/null alternate in each round, as do copy and "
+                     "publish (a durable publish into a new store, the same bytes); ratios per round "
+                     "(cat time / GET time, publish time / copy time)",
+        }
+        print("measure_serve: wrote", write_measurement("serve", out))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

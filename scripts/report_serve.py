@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The serve and copy section of docs/performance.md (scripts/report.py
+calls it), from measure_serve.py's measurements, with the targets of the
+copy and serve issue."""
+
+
+def _mm(s, digits=2, scale=1.0):
+    f = f"{{:,.{digits}f}}"
+    return f"{f.format(s['median'] / scale)} ({f.format(s['min'] / scale)}–{f.format(s['max'] / scale)})"
+
+
+def _met(ok):
+    return "met" if ok else "**not met**"
+
+
+def serve_section(m, rel_path):
+    if not m:
+        return ("Not measured yet: run `scripts/measure-serve.sh`, which writes "
+                "`docs/measurements/serve-DATE.json`, then `python3 scripts/report.py`.")
+    sv, cp = m["serve"], m["copy"]
+    commit = f" at commit {m['git_commit']}" if m.get("git_commit") else ""
+    mib = sv["object_bytes"] / (1 << 20)
+    lines = [f"Measured {m['date']}{commit}, {m['rounds']} rounds, {m['nproc']} cores. Source: `{rel_path}`. "
+             f"Method: {m['notes']}.", "",
+             "| measure | target | measured | |", "|---|---|---|---|",
+             f"| full GET of a {mib:.0f} MiB object (curl to /dev/null) | ≥ 0.8× `cat` of it | "
+             f"{_mm(sv['get_vs_cat'])}× (GET {_mm(sv['get_s'], 3)} s, cat {_mm(sv['cat_s'], 3)} s) | "
+             f"{_met(sv['get_vs_cat']['median'] >= 0.8)} |",
+             *([f"| `cat` of it from the served store opened as `http://HOST:PORT` | — | "
+                f"{_mm(sv['http_store_cat_vs_cat'])}× (http store {_mm(sv['http_store_cat_s'], 3)} s) | |"]
+               if "http_store_cat_s" in sv else []),
+             f"| 32 KiB range GETs, 8 keep-alive clients, warm ({sv['wrk']}) | ≥ 20,000 requests/s | "
+             f"{_mm(sv['range_32k_requests_per_s'], 0)} | {_met(sv['range_32k_requests_per_s']['median'] >= 20000)} |",
+             f"| `copy` directory → directory, {cp['bytes'] >> 30} GiB of new data | ≥ 0.8× a durable publish of it | "
+             f"{_mm(cp['copy_vs_publish'])}× (copy {_mm(cp['copy_s'], 3)} s, publish {_mm(cp['publish_s'], 3)} s) | "
+             f"{_met(cp['copy_vs_publish']['median'] >= 0.8)} |",
+             f"| `copy` of a second version with a one-byte edit | ≤ 2 chunks + metadata | "
+             f"chunks sent: {cp['edit_chunks_sent']}, skipped: {cp['edit_chunks_skipped']} | "
+             f"{_met(cp['edit_chunks_sent'] <= 2)} |"]
+    return "\n".join(lines)
