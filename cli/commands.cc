@@ -262,6 +262,8 @@ Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access ac
   o.create_if_missing = access == Access::kCreate;
   o.rebuild_index = rebuild;
   if (g.cache_bytes) o.cache_bytes = g.cache_bytes;
+  o.cache_dir = g.cache_dir;
+  if (g.cache_size != UINT64_MAX) o.chunk_cache_bytes = g.cache_size;
   const std::string dir = StoreDir(g);
   // A store this process cannot write (read-only media, another user's
   // files) is still readable: opened read-only, the index is read as it

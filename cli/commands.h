@@ -18,6 +18,8 @@ struct Globals {
   bool json = false;
   std::string progress = "auto";  // auto, json or none (terminal.h, WantProgress)
   size_t cache_bytes = 0;  // verified chunks the store keeps for repeated reads; 0: the library's default
+  std::string cache_dir;    // a bucket store's local cache (index, fetched chunks); "": the library's default
+  uint64_t cache_size = UINT64_MAX;  // fetched chunks kept on disk (bytes); UINT64_MAX: the library's default
 };
 
 struct PublishArgs {

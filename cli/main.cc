@@ -34,6 +34,13 @@ int main(int argc, char** argv) {
   app.add_option("--secret-file", g.secret_file,
                  "A bucket store's secret, read from FILE (else $CHUNKSTORE_SECRET_FILE)")
       ->option_text("FILE");
+  app.add_option("--cache-dir", g.cache_dir,
+                 "Local cache of a bucket or http store (index, fetched chunks)")
+      ->option_text("DIR");
+  app.add_option("--cache-size", g.cache_size,
+                 "Fetched chunks kept on local disk (default 1GiB; 0: none)")
+      ->transform(CLI::AsSizeValue(false))
+      ->option_text("SIZE");
   app.add_flag("-q,--quiet", g.quiet, "Print nothing but errors");
   app.add_flag("--json", g.json, "Print results as JSON");
   app.add_option("--progress", g.progress,

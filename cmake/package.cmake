@@ -23,6 +23,8 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://invalid/chunkstore")
 # stores and so invisible to dpkg-shlibdeps.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4")
+# The Python package (chunkstore in dist-packages) needs an interpreter.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, python3-numpy")
 # The shared library's shlibs file and the ldconfig trigger.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_COMPONENTS_ALL Unspecified)

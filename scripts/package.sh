@@ -4,7 +4,8 @@
 # Release build of the library (shared, with its SONAME) and the command,
 # installed under /usr. With --install-test, then installs it with dpkg
 # (as root), checks the installed command (version, a publish and a
-# verified read back, its man pages, completion and pkg-config file) and
+# verified read back, its man pages, completion and pkg-config file), the
+# Python package reading the same store, and
 # removes the package again.
 #
 # Usage: scripts/package.sh [--install-test]
@@ -45,5 +46,11 @@ for f in /usr/share/man/man1/chunkstore.1 /usr/share/man/man1/chunkstore-publish
   [ -f "$f" ] || fail "the package did not install $f"
 done
 pkg-config --cflags --libs chunkstore | grep -q -- "-lchunkstore" || fail "pkg-config does not know chunkstore"
+[ -f /usr/lib/python3/dist-packages/chunkstore/__init__.py ] || fail "the package did not install the Python package"
+pyid=$(cd / && /usr/bin/python3 -c 'import sys, chunkstore
+with chunkstore.Store.open(sys.argv[1]) as s:
+    assert s.cat("t") == open(sys.argv[2], "rb").read()
+    print(s.resolve("t"))' "$work/store" "$work/in") || fail "the installed Python package cannot read the store"
+[ "$pyid" = "$id" ] || fail "Python resolved t to $pyid, not $id"
 rm -rf "$work"
 echo "package.sh: installed package works"

@@ -14,6 +14,7 @@ from report_cli import cli_section  # noqa: E402
 from report_real import chunking_section, codecs_section, real_section  # noqa: E402
 from report_trees import trees_section  # noqa: E402
 from report_serve import serve_section  # noqa: E402
+from report_python import python_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEAS = os.path.join(ROOT, "docs", "measurements")
@@ -560,6 +561,8 @@ def main():
     trees = load(trees_path)
     serve_path = newest("serve-*.json")
     serve = load(serve_path)
+    python_path = newest("python-*.json")
+    python = load(python_path)
     s3 = load(s3_path)
     cli_path = newest("cli-*.json")
     cli = load(cli_path)
@@ -641,6 +644,10 @@ ratio ranges use the samples' min–max.{clock_words(small, large)}
 ## Serving and copying
 
 {serve_section(serve, rel(serve_path) if serve_path else "")}
+
+## Python
+
+{python_section(python, rel(python_path) if python_path else "")}
 
 ## Compared with restic, borg and casync
 

@@ -379,7 +379,10 @@ TEST_P(BucketTest, ACorruptPackBlobIsAnErrorNamingObjectAndChunk) {
 
 TEST_P(BucketTest, GcDeletesDeadPacksAndCompactsSparseOnesWhileOtherCachesStillRead) {
   auto a = OpenMachine(dir_ / "a");
-  auto b = OpenMachine(dir_ / "b");
+  // Without a disk cache b must fetch again, and find the pack gone.
+  Options no_disk = SmallChunks();
+  no_disk.chunk_cache_bytes = 0;
+  auto b = OpenMachine(dir_ / "b", no_disk);
   ASSERT_TRUE(a && b);
   const auto dead = RandomBytes(200000, 6), live = RandomBytes(20000, 7), mixed = RandomBytes(20000, 8);
   ASSERT_TRUE(a->PublishBytes(dead.data(), dead.size(), "dead").ok());

@@ -217,6 +217,18 @@ def main():
         check(r.returncode == 0 and r.stdout == local_ls, f"ls over http matches ls: {r.stderr[-300:]!r}")
         r = run(u, "cat", "models/big", cache=cache)
         check(r.returncode == 0 and r.stdout == big, "cat over http")
+
+        def pack_gets():
+            time.sleep(0.3)  # the log is read on another thread
+            return sum('"GET /blobs/packs/' in line for line in srv.log)
+
+        before = pack_gets()
+        check(before > 0, "cat over http fetched chunks")
+        r = run(u, "cat", "models/big", cache=cache)
+        check(r.returncode == 0 and r.stdout == big and pack_gets() == before,
+              "a second cat over http reads the chunks the first fetched from the disk cache, with no request")
+        r = run(u, "--cache-size", "0", "cat", "models/big", cache=cache)
+        check(r.returncode == 0 and r.stdout == big and pack_gets() > before, "--cache-size 0 fetches again")
         r = run(u, "restore", "site", os.path.join(work, "site-out"), cache=cache)
         with open(os.path.join(work, "site-out/sub/f.txt"), "rb") as f:
             check(r.returncode == 0 and f.read() == b"in a tree\n", "restore over http")

@@ -106,6 +106,15 @@ struct Options {
   // $XDG_CACHE_HOME/chunkstore/<bucket-and-prefix digest>, else under
   // ~/.cache.
   std::string cache_dir;
+  // Bucket and http:// stores: chunks fetched over the network are kept as
+  // files in this directory, so that later reads by any process that opens
+  // the store find them without a request. Each is checked against its
+  // SHA-256 again when read back; the directory is safe to delete at any
+  // time. Default: "chunks" in the index cache directory (cache_dir).
+  std::string chunk_cache_dir;
+  // The most bytes chunk_cache_dir may hold; the least recently read
+  // chunks go first (default 1 GiB; 0: no disk cache).
+  uint64_t chunk_cache_bytes = 1ull << 30;
   // Bucket stores: apply other writers' new log records when the store
   // opens (default true).
   bool refresh_on_open = true;

@@ -145,8 +145,19 @@ Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
 }
 
 Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const Digest& id,
-                                            const ChunkLocation& loc, bool keep) {
+                                            const ChunkLocation& loc, bool keep, bool disk) {
   if (ChunkCache::Bytes hit = cache_.Get(id)) return hit;
+  if (disk_ && disk) {
+    std::shared_ptr<Buffer> b = buffers_.Get(loc.raw_len);
+    if (disk_->Get(id, loc.raw_len, b.get())) {
+      if (Sha256::Of(b->data(), b->size()) == id) {
+        ChunkCache::Bytes bytes = std::move(b);
+        if (keep) cache_.Put(id, bytes);
+        return bytes;
+      }
+      disk_->Drop(id);
+    }
+  }
   Result<std::shared_ptr<File>> pack = packs_->ForRead(loc.pack_id);
   auto corrupt = [&](const std::string& what) {
     std::string where = " (";
@@ -167,20 +178,34 @@ Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const 
   if (s.IsCorruption()) return corrupt(s.message());
   if (s.IsNotFound()) return corrupt("its pack is missing from " + packs_->Describe());
   CHUNKSTORE_RETURN_IF_ERROR(s);
+  if (disk_ && disk) disk_->Put(id, raw->data(), raw->size());
   ChunkCache::Bytes bytes = std::move(raw);
   if (keep) cache_.Put(id, bytes);
   return bytes;
 }
 
-void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n,
+void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n, bool disk_ok,
                             const std::function<void(size_t, ChunkCache::Bytes, const ChainState&)>& done) {
   std::vector<std::shared_ptr<Buffer>> raw(n);
+  // Chunks read from the disk cache: checked by the same SHA-256, but not
+  // written back to it. Chained (unproven) bytes never touch the disk cache.
+  std::vector<char> from_disk(n, 0);
+  DiskChunkCache* disk = links || !disk_ok ? nullptr : disk_.get();
   const ChainState none;
   Sha256Lanes(
       n,
       // Reads and checks chunk k just before it is hashed, while its bytes
       // are still in cache; one that cannot be is settled at once.
       [&](size_t k, Sha256Partial& lane) {
+        if (disk && !cache_.Get(ids[k])) {
+          raw[k] = buffers_.Get(locs[k].raw_len);
+          if (disk->Get(ids[k], locs[k].raw_len, raw[k].get())) {
+            from_disk[k] = 1;
+            lane.Start(raw[k]->data(), raw[k]->size());
+            return true;
+          }
+          raw[k].reset();
+        }
         if (links || !cache_.Get(ids[k])) {
           Result<std::shared_ptr<File>> pack = packs_->ForRead(locs[k].pack_id);
           if (pack.ok()) {
@@ -213,7 +238,12 @@ void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const 
           done(k, std::move(verified), z);
           return;
         }
-        if (lane.Finish() == ids[k]) verified = std::move(raw[k]);
+        if (lane.Finish() == ids[k]) {
+          verified = std::move(raw[k]);
+          if (disk && !from_disk[k]) disk->Put(ids[k], verified->data(), verified->size());
+        } else if (from_disk[k]) {
+          disk->Drop(ids[k]);  // the caller fetches it again with Load
+        }
         raw[k].reset();
         done(k, std::move(verified), none);
       });

@@ -31,6 +31,7 @@
 #include "index/index.h"
 #include "log/change_log.h"
 #include "packs/pack_set.h"
+#include "read/disk_cache.h"
 
 namespace chunkstore::internal {
 
@@ -87,10 +88,20 @@ class ChunkLoader {
   // how many cores to verify on.
   ChunkLoader(IndexHandle* index, PackSet* packs, ChangeLog* log, size_t cache_bytes, unsigned threads);
 
+  // Chunks fetched from a remote pack set go to (and come from) this disk
+  // cache as well. Call before the first load.
+  void SetDiskCache(std::unique_ptr<DiskChunkCache> disk) { disk_ = std::move(disk); }
+  // True when packs are fetched over the network (a bucket).
+  bool remote() const { return packs_->remote(); }
+  // Whether chunks are also kept on disk (SetDiskCache).
+  bool disk_cached() const { return disk_ != nullptr; }
+
   // Verified bytes of one chunk; object_id names the object in errors.
-  // keep: whether the chunk goes into the cache.
+  // keep: whether the chunk goes into the cache. disk: whether it may come
+  // from the disk cache, and go into it when fetched over the network
+  // (ReadSource::disk_cache).
   Result<Bytes> Load(const std::string& object_id, const Digest& chunk_id, const ChunkLocation& loc,
-                     bool keep = true);
+                     bool keep = true, bool disk = true);
   // How a chunk read in a group is proven when it is read as part of a
   // whole object (hash/chain.h): not by its own SHA-256 but as a link of
   // its object's chain, the whole blocks inside it from the state the
@@ -111,7 +122,7 @@ class ChunkLoader {
   // record is checked as always but its SHA-256 is not: z is the chain
   // state its link reaches, and the bytes are proven only once the
   // caller's link checks hold (they must never enter the cache).
-  void LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n,
+  void LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n, bool disk,
                  const std::function<void(size_t, Bytes, const ChainState&)>& done);
   // Where a chunk is now (a gc may have moved it since it was looked up;
   // on a bucket, another machine's gc: the log is caught up first).
@@ -135,6 +146,7 @@ class ChunkLoader {
   unsigned threads_;
   BufferPool& buffers_ = BufferPool::Shared();
   ChunkCache cache_;
+  std::unique_ptr<DiskChunkCache> disk_;
   std::once_flag read_ahead_once_;
   std::unique_ptr<TaskPool> read_ahead_;
 };

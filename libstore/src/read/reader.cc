@@ -92,6 +92,7 @@ class ObjectReader final : public Reader {
                std::vector<ChunkLocation> locs)
       : keep_alive_(source.keep_alive),
         loader_(source.loader),
+        disk_(source.disk_cache),
         digest_(id),
         id_(id.ObjectId()),
         size_(size),
@@ -111,7 +112,9 @@ class ObjectReader final : public Reader {
     depth_ = loader_->read_ahead_depth();
     // One chunk is its own proof: its id is the object's (checked at open).
     proving_ = entries_.size() > 1;
-    chained_ = proving_ && chain_.size() == entries_.size();
+    // Chained bytes are proven only as the read goes on, too late for the
+    // disk cache of a bucket store, which takes chunks proven one by one.
+    chained_ = proving_ && chain_.size() == entries_.size() && !(disk_ && loader_->disk_cached());
   }
 
   ~ObjectReader() override { DropAhead(); }
@@ -167,7 +170,7 @@ class ObjectReader final : public Reader {
   // keep: whether the verified chunk goes into the store's cache. Streaming
   // reads would only evict what random reads come back for, so they skip it.
   Result<Bytes> Fetch(size_t i, bool keep = true) {
-    Result<Bytes> r = loader_->Load(id_, entries_[i].id, locs_[i], keep);
+    Result<Bytes> r = loader_->Load(id_, entries_[i].id, locs_[i], keep, disk_);
     if (r.ok() || !r.status().IsCorruption()) return r;
     // A gc may have moved the chunk to another pack since this reader
     // looked it up; only a failure at the chunk's current home counts.
@@ -179,7 +182,7 @@ class ObjectReader final : public Reader {
                               "being read)");
     if ((*now)->pack_id == locs_[i].pack_id && (*now)->offset == locs_[i].offset) return r;
     locs_[i] = **now;
-    return loader_->Load(id_, entries_[i].id, locs_[i], keep);
+    return loader_->Load(id_, entries_[i].id, locs_[i], keep, disk_);
   }
 
   Result<Loaded> FetchProven(size_t i) {
@@ -194,7 +197,7 @@ class ObjectReader final : public Reader {
     if (!chained_) return FetchProven(i);
     std::optional<Result<Loaded>> got;
     const ChunkLoader::ChainLink link = LinkOf(i);
-    loader_->LoadGroup(&entries_[i].id, &locs_[i], &link, 1, [&](size_t, Bytes b, const ChainState& z) {
+    loader_->LoadGroup(&entries_[i].id, &locs_[i], &link, 1, disk_, [&](size_t, Bytes b, const ChainState& z) {
       if (b) got.emplace(Loaded{std::move(b), z, false});
     });
     if (got) return std::move(*got);
@@ -232,7 +235,7 @@ class ObjectReader final : public Reader {
         locs[k] = locs_[i + k];
         if (chained) links[k] = LinkOf(i + k);
       }
-      loader_->LoadGroup(ids, locs, chained ? links : nullptr, n, [&](size_t k, Bytes b, const ChainState& z) {
+      loader_->LoadGroup(ids, locs, chained ? links : nullptr, n, disk_, [&](size_t k, Bytes b, const ChainState& z) {
         if (b) (*promises)[k].set_value(Loaded{std::move(b), z, !chained});
         else (*promises)[k].set_value(FetchProven(i + k));
       });
@@ -437,6 +440,7 @@ class ObjectReader final : public Reader {
 
   std::shared_ptr<void> keep_alive_;
   ChunkLoader* loader_;
+  bool disk_;  // ReadSource::disk_cache
   Digest digest_;
   std::string id_;
   uint64_t size_;

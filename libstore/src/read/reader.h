@@ -18,6 +18,10 @@ namespace chunkstore::internal {
 struct ReadSource {
   std::shared_ptr<void> keep_alive;
   ChunkLoader* loader = nullptr;
+  // Whether chunks may come from, and go to, the loader's disk cache (a
+  // bucket store's): not for verify, which checks what the bucket holds,
+  // nor for copy, which reads each chunk once.
+  bool disk_cache = true;
 };
 
 // Opens a reader for ref: resolves it, checks the manifest (it decodes,

@@ -143,7 +143,7 @@ Status Copier::Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& en
   while (next < wanted.size() || !inflight.empty()) {
     while (inflight.size() < window && next < wanted.size()) {
       const auto& [id, loc] = wanted[next++];
-      inflight.push_back(pool_.Submit([this, oid, id = id, loc = loc] { return src_->loader->Load(oid, id, loc, false); }));
+      inflight.push_back(pool_.Submit([this, oid, id = id, loc = loc] { return src_->loader->Load(oid, id, loc, false, false); }));
     }
     if (Cancelled()) return Status::IOError("interrupted");
     const size_t at = next - inflight.size();
@@ -224,7 +224,9 @@ Status Copier::Object(const Digest& id, bool pinned, int depth) {
     // the destination's own ingest.
     Result<std::unique_ptr<Reader>> reader = [&] {
       auto db = src_->index.Lock();
-      return OpenObjectReader(src_->read_source(), *db, oid, false);
+      ReadSource once = src_->read_source();
+      once.disk_cache = false;
+      return OpenObjectReader(once, *db, oid, false);
     }();
     if (!reader.ok()) return reader.status();
     Reader* r = reader->get();

@@ -57,6 +57,11 @@ void Store::Impl::WireReadWrite() {
   po.pack_target_size = options.pack_target_size;
   if (!packs) packs = internal::NewLocalPackSet(env, root + "/" + internal::kPacksDir, &index, po);
   loader = std::make_unique<internal::ChunkLoader>(&index, packs.get(), log.get(), options.cache_bytes, threads);
+  // Only what comes over the network is worth a copy on local disk.
+  if (packs->remote() && options.chunk_cache_bytes > 0) {
+    const std::string dir = options.chunk_cache_dir.empty() ? root + "/chunks" : options.chunk_cache_dir;
+    loader->SetDiskCache(std::make_unique<internal::DiskChunkCache>(dir, options.chunk_cache_bytes));
+  }
 }
 
 internal::PublishTarget Store::Impl::publish_target() {
@@ -129,6 +134,8 @@ Result<VerifyReport> Store::Verify(const VerifyOptions& options_in) {
   t.packs = impl_->packs.get();
   t.log = impl_->log.get();
   t.read = impl_->read_source();
+  // What the bucket holds is checked, not local copies of it.
+  t.read.disk_cache = false;
   t.threads = impl_->threads;
   return internal::VerifyStore(t, options);
 }

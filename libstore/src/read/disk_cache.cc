@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// DiskChunkCache (disk_cache.h): one file per chunk under a two-hex-digit
+// fan-out, written by rename, evicted by mtime.
+#include "read/disk_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace chunkstore::internal {
+
+namespace fs = std::filesystem;
+
+DiskChunkCache::DiskChunkCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+
+std::string DiskChunkCache::PathOf(const Digest& id) const {
+  const std::string hex = id.Hex();
+  return dir_ + "/" + hex.substr(0, 2) + "/" + hex;
+}
+
+bool DiskChunkCache::Get(const Digest& id, size_t raw_len, Buffer* out) {
+  const int fd = ::open(PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == raw_len;
+  if (ok) {
+    out->Resize(raw_len);
+    size_t done = 0;
+    while (done < raw_len) {
+      const ssize_t got = ::pread(fd, out->data() + done, raw_len - done, static_cast<off_t>(done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      done += static_cast<size_t>(got);
+    }
+    ok = done == raw_len;
+    // Recently used: eviction goes by mtime.
+    if (ok) ::futimens(fd, nullptr);
+  }
+  ::close(fd);
+  return ok;
+}
+
+void DiskChunkCache::Put(const Digest& id, const uint8_t* data, size_t n) {
+  if (max_bytes_ == 0 || n > max_bytes_) return;
+  const std::string path = PathOf(id);
+  const std::string sub = path.substr(0, path.rfind('/'));
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp = sub + "/.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ENOENT) {
+    std::error_code ec;
+    fs::create_directories(sub, ec);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
+  if (fd < 0) return;
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t put = ::write(fd, data + done, n - done);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) break;
+    done += static_cast<size_t>(put);
+  }
+  // No fsync: a file a crash cut short fails its length or SHA-256 check
+  // when read, and is fetched again.
+  const bool ok = ::close(fd) == 0 && done == n;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  bytes_ += n;
+  if (!counted_ || bytes_ > max_bytes_) EvictLocked();
+}
+
+void DiskChunkCache::Drop(const Digest& id) { ::unlink(PathOf(id).c_str()); }
+
+// Counts the directory (the first time, and whenever this process's count
+// says it is over) and removes the least recently used files until it
+// holds at most 90 % of the limit. Temporary files of writers that died
+// are old by their mtime and go first.
+void DiskChunkCache::EvictLocked() {
+  std::vector<std::tuple<int64_t, uint64_t, std::string>> files;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir_, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (it.depth() > 1) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    files.emplace_back(int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec, uint64_t(st.st_size),
+                       it->path().string());
+    total += uint64_t(st.st_size);
+  }
+  counted_ = true;
+  bytes_ = total;
+  if (total <= max_bytes_) return;
+  std::sort(files.begin(), files.end());
+  const uint64_t target = max_bytes_ / 10 * 9;
+  for (const auto& [mtime, size, path] : files) {
+    if (bytes_ <= target) break;
+    if (::unlink(path.c_str()) == 0 || errno == ENOENT) bytes_ -= std::min(bytes_, size);
+  }
+}
+
+}  // namespace chunkstore::internal

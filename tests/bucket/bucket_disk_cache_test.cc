@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+// The disk cache of a bucket store's chunks (read/disk_cache.h): a chunk
+// fetched once is read from local disk by the next store handle on that
+// cache, with no request; a cached file that was damaged, cut short or
+// removed is fetched again and never returned; the directory stays under
+// its limit; a copy does not fill it; a cold 4 KiB read costs one ranged
+// GET. Built into unit_tests (memory and directory buckets).
+#include <filesystem>
+#include <fstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bucket_fixture.h"
+#include "hash/digest.h"
+#include "read/disk_cache.h"
+
+namespace chunkstore {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::BucketTest;
+using testing::RandomBytes;
+using testing::ReadObject;
+using testing::SmallChunks;
+
+using BucketDiskCacheTest = BucketTest;
+
+size_t PackGets(const std::vector<std::string>& requests) {
+  size_t n = 0;
+  for (const std::string& r : requests) n += r.rfind("GET packs/", 0) == 0;
+  return n;
+}
+
+std::vector<fs::path> CachedFiles(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file()) out.push_back(it->path());
+  return out;
+}
+
+uint64_t CachedBytes(const fs::path& dir) {
+  uint64_t n = 0;
+  for (const fs::path& p : CachedFiles(dir)) n += fs::file_size(p);
+  return n;
+}
+
+TEST_P(BucketDiskCacheTest, ASecondHandleReadsFetchedChunksWithoutARequest) {
+  const auto d = RandomBytes(300000, 1);
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  }
+  {
+    auto a = OpenMachine(dir_ / "a");
+    ASSERT_TRUE(a);
+    faulty_->ForgetRequests();
+    EXPECT_EQ(*ReadObject(*a, "x"), d);
+    EXPECT_GT(PackGets(faulty_->requests()), 0u);
+  }
+  EXPECT_GE(CachedBytes(fs::path(dir_ / "a") / "chunks"), d.size());
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  faulty_->ForgetRequests();
+  EXPECT_EQ(*ReadObject(*a, "x"), d);
+  std::vector<uint8_t> part(4096);
+  auto r = a->OpenReader("x");
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE((*r)->ReadAt(123456, part.data(), part.size()).ok());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 123456));
+  EXPECT_EQ(PackGets(faulty_->requests()), 0u);
+}
+
+TEST_P(BucketDiskCacheTest, DamagedShortOrMissingCacheFilesAreFetchedAgainNeverReturned) {
+  const auto d = RandomBytes(200000, 2);
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  ASSERT_TRUE(ReadObject(*a, "x").ok());
+  std::vector<fs::path> files = CachedFiles(fs::path(dir_ / "a") / "chunks");
+  ASSERT_GE(files.size(), 3u);
+  {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(10);
+    f.put('\x5a');
+  }
+  fs::resize_file(files[1], fs::file_size(files[1]) - 1);
+  fs::remove(files[2]);
+  // A fresh handle: nothing in its memory cache.
+  auto b = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(b);
+  faulty_->ForgetRequests();
+  EXPECT_EQ(*ReadObject(*b, "x"), d);
+  EXPECT_GE(PackGets(faulty_->requests()), 3u);
+  // And at random, on another fresh handle.
+  {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(10);
+    f.put('\x33');
+  }
+  auto c = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(c);
+  auto r = c->OpenReader("x");
+  ASSERT_TRUE(r.ok());
+  std::vector<uint8_t> got(d.size());
+  ASSERT_TRUE((*r)->ReadAt(0, got.data(), got.size()).ok());
+  EXPECT_EQ(got, d);
+  // The whole cache may go at any time.
+  fs::remove_all(fs::path(dir_ / "a") / "chunks");
+  auto e = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*ReadObject(*e, "x"), d);
+}
+
+TEST_P(BucketDiskCacheTest, StaysUnderItsLimitAndCanBeOff) {
+  Options o = SmallChunks();
+  o.chunk_cache_bytes = 64 << 10;
+  auto a = OpenMachine(dir_ / "a", o);
+  ASSERT_TRUE(a);
+  const auto d = RandomBytes(1 << 20, 3);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  EXPECT_EQ(*ReadObject(*a, "x"), d);
+  const uint64_t held = CachedBytes(fs::path(dir_ / "a") / "chunks");
+  EXPECT_GT(held, 0u);
+  EXPECT_LE(held, o.chunk_cache_bytes);
+
+  Options off = SmallChunks();
+  off.chunk_cache_bytes = 0;
+  auto b = OpenMachine(dir_ / "b", off);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(*ReadObject(*b, "x"), d);
+  EXPECT_FALSE(fs::exists(fs::path(dir_ / "b") / "chunks"));
+
+  Options elsewhere = SmallChunks();
+  elsewhere.chunk_cache_dir = fs::path(dir_ / "shared").string();
+  auto c = OpenMachine(dir_ / "c", elsewhere);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*ReadObject(*c, "x"), d);
+  EXPECT_GE(CachedBytes(fs::path(dir_ / "shared")), d.size());
+  EXPECT_FALSE(fs::exists(fs::path(dir_ / "c") / "chunks"));
+}
+
+TEST_P(BucketDiskCacheTest, ACopyDoesNotFillItAndAColdSmallReadIsOneRangedGet) {
+  const auto d = RandomBytes(400000, 4);
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  auto dst = Store::Open(fs::path(dir_ / "dst").string());
+  ASSERT_TRUE(dst.ok());
+  auto copied = a->CopyTo(**dst);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  EXPECT_GT(copied->chunks_sent, 0u);
+  EXPECT_EQ(CachedBytes(fs::path(dir_ / "a") / "chunks"), 0u);
+
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(b);
+  auto r = b->OpenReader("x");
+  ASSERT_TRUE(r.ok());
+  faulty_->ForgetRequests();
+  std::vector<uint8_t> part(4096);
+  ASSERT_TRUE((*r)->ReadAt(200000, part.data(), part.size()).ok());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 200000));
+  EXPECT_EQ(PackGets(faulty_->requests()), 1u);
+  EXPECT_EQ(faulty_->requests().size(), 1u);
+}
+
+// verify checks what the bucket holds, not the local copies of it.
+TEST_P(BucketDiskCacheTest, VerifyFindsDamageInTheBucketBehindAWarmCache) {
+  const auto d = RandomBytes(200000, 5);
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  ASSERT_TRUE(ReadObject(*a, "x").ok());
+  auto packs = backend_->List("packs/");
+  ASSERT_TRUE(packs.ok());
+  ASSERT_FALSE(packs->empty());
+  FlipBit((*packs)[0].key, (*packs)[0].size / 2);
+  auto b = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(b);
+  auto v = b->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->corrupt());
+  // Reads still get the verified bytes kept on disk.
+  EXPECT_EQ(*ReadObject(*b, "x"), d);
+}
+
+// The cache on its own: a file of the wrong length is not handed out, and
+// eviction takes the least recently read first.
+TEST(DiskChunkCache, EvictsTheLeastRecentlyReadAndChecksLengths) {
+  const fs::path dir = fs::temp_directory_path() / ("chunkstore-disk-cache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  internal::DiskChunkCache cache(dir.string(), 3000);
+  std::vector<internal::Digest> ids;
+  std::vector<uint8_t> bytes(1000, 7);
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(internal::Sha256::Of(&i, sizeof i));
+    cache.Put(ids.back(), bytes.data(), bytes.size());
+  }
+  internal::Buffer out;
+  EXPECT_FALSE(cache.Get(ids[0], 999, &out));
+  // Read 0 and 2 later than 1, whose mtime is then the oldest.
+  struct timespec old[2] = {{1000, 0}, {1000, 0}};
+  const std::string hex1 = ids[1].Hex();
+  ASSERT_EQ(::utimensat(AT_FDCWD, (dir / hex1.substr(0, 2) / hex1).c_str(), old, 0), 0);
+  ASSERT_TRUE(cache.Get(ids[0], 1000, &out));
+  ASSERT_TRUE(cache.Get(ids[2], 1000, &out));
+  const int four = 4;
+  const internal::Digest id4 = internal::Sha256::Of(&four, sizeof four);
+  cache.Put(id4, bytes.data(), bytes.size());
+  EXPECT_FALSE(cache.Get(ids[1], 1000, &out));
+  EXPECT_TRUE(cache.Get(id4, 1000, &out));
+  EXPECT_LE(CachedBytes(dir), 3000u);
+  fs::remove_all(dir);
+}
+
+#ifndef CHUNKSTORE_TEST_S3
+INSTANTIATE_TEST_SUITE_P(Local, BucketDiskCacheTest,
+                         ::testing::Values(testing::Backend::kMemory, testing::Backend::kDirectory),
+                         [](const ::testing::TestParamInfo<testing::Backend>& p) {
+                           return p.param == testing::Backend::kMemory ? "Memory" : "Directory";
+                         });
+#endif
+
+}  // namespace
+}  // namespace chunkstore
