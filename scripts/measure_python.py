@@ -72,10 +72,14 @@ def main():
     work = tempfile.mkdtemp(prefix="chunkstore-python-", dir="/var/tmp")
     try:
         store = os.path.join(work, "store")
-        publish = ("import sys, random, chunkstore\n"
+        payload = os.path.join(work, "payload")
+        with open(payload, "wb") as f:
+            for _ in range(args.mib):
+                f.write(os.urandom(1 << 20))
+        publish = ("import sys, chunkstore\n"
                    "s = chunkstore.Store.open(sys.argv[1], create=True)\n"
-                   "print(s.publish(random.Random(1).randbytes(int(sys.argv[2]) << 20), name='obj')['id'])\n")
-        subprocess.run([python, "-c", publish, store, str(args.mib)], check=True, env=env, stdout=subprocess.DEVNULL)
+                   "print(s.publish(sys.argv[2], name='obj')['id'])\n")
+        subprocess.run([python, "-c", publish, store, payload], check=True, env=env, stdout=subprocess.DEVNULL)
         cpp, whole, pieces, r_whole, r_pieces = [], [], [], [], []
         for rnd in range(args.rounds):
             def run_cpp():
