@@ -110,6 +110,7 @@ class HeldBuffer {
   HeldBuffer& operator=(const HeldBuffer&) = delete;
   uint8_t* data() const { return static_cast<uint8_t*>(view_.buf); }
   size_t size() const { return static_cast<size_t>(view_.len); }
+  bool readonly() const { return view_.readonly != 0; }
 
  private:
   Py_buffer view_{};
@@ -154,59 +155,89 @@ py::dict ObjectDict(const ObjectInfo& o) {
   return d;
 }
 
-// One open object. Sequential reads go through the reader's cursor, which
-// reads ahead and verifies on other threads; a jump is read at random
+// One open object, with its own position. Sequential reads go through the
+// reader's cursor, which reads ahead and verifies on other threads (and,
+// from the start, proves the object's id); a jump is read at random
 // (through the store's chunk cache) until reads continue from where the
-// last one ended.
+// last one ended. A read that meets damage raises: never a short count
+// that could pass for the end of the object.
 class NativeReader {
  public:
-  explicit NativeReader(std::unique_ptr<Reader> r) : reader_(std::move(r)), size_(reader_->size()) {}
+  explicit NativeReader(std::unique_ptr<Reader> r)
+      : reader_(std::move(r)), id_(reader_->id()), size_(reader_->size()) {}
 
-  const std::string& id() const { return reader_->id(); }
+  const std::string& id() const { return id_; }
   uint64_t size() const { return size_; }
 
-  // Fills as much of buf as the object holds from offset; 0 at the end.
-  size_t ReadInto(uint64_t offset, uint8_t* buf, size_t n) {
+  // Fills buf from the position, as far as the object goes (0 at its
+  // end), and moves the position past what it read.
+  size_t ReadInto(uint8_t* buf, size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
+    const size_t got = ReadLocked(pos_, buf, n);
+    pos_ += got;
+    return got;
+  }
+
+  uint64_t Seek(int64_t offset, int whence) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t base = whence == 0 ? 0 : whence == 1 ? static_cast<int64_t>(pos_) : static_cast<int64_t>(size_);
+    if (whence < 0 || whence > 2)
+      throw StatusError(Status::InvalidArgument("invalid whence (" + std::to_string(whence) + ", should be 0, 1 or 2)"));
+    const int64_t to = base + offset;
+    if (to < 0) throw StatusError(Status::InvalidArgument("negative seek position " + std::to_string(to)));
+    pos_ = static_cast<uint64_t>(to);
+    return pos_;
+  }
+
+  uint64_t Tell() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pos_;
+  }
+
+  void Close() {
+    std::unique_ptr<Reader> gone;
+    std::lock_guard<std::mutex> lock(mu_);
+    gone.swap(reader_);
+  }
+
+ private:
+  size_t ReadLocked(uint64_t offset, uint8_t* buf, size_t n) {
     if (!reader_) throw StatusError(Status::InvalidArgument("read from a closed object file"));
     if (offset >= size_) return 0;
     n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
     const bool cursor = offset == reader_->Tell() && offset != last_random_;
-    if (!cursor && offset == last_end_ && offset != 0) {
-      // The second read in a row from where the last ended: streaming.
+    const bool streaming = !cursor && offset == last_end_ && offset != 0;
+    if (streaming || (!cursor && offset == 0)) {
+      // The second read in a row from where the last ended, or a read
+      // from the start (which the reader then proves whole): streaming.
       Check(reader_->Seek(offset));
     } else if (!cursor) {
-      const size_t got = Take(reader_->ReadAt(offset, buf, n));
-      last_end_ = offset + got;
+      size_t done = 0;
+      while (done < n) {
+        const size_t got = Take(reader_->ReadAt(offset + done, buf + done, n - done));
+        if (got == 0) break;
+        done += got;
+      }
+      last_end_ = offset + done;
       last_random_ = offset;
-      return got;
+      return done;
     }
     size_t done = 0;
     while (done < n) {
-      Result<size_t> got = reader_->Read(buf + done, n - done);
-      // Bytes already verified are handed out; the error comes with the
-      // next read, which starts at the damaged chunk.
-      if (!got.ok()) {
-        if (done > 0) break;
-        throw StatusError(got.status());
-      }
-      if (*got == 0) break;
-      done += *got;
+      const size_t got = Take(reader_->Read(buf + done, n - done));
+      if (got == 0) break;
+      done += got;
     }
     last_end_ = offset + done;
     last_random_ = UINT64_MAX;
     return done;
   }
 
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    reader_.reset();
-  }
-
- private:
   std::mutex mu_;
   std::unique_ptr<Reader> reader_;
-  uint64_t size_;
+  const std::string id_;
+  const uint64_t size_;
+  uint64_t pos_ = 0;
   uint64_t last_end_ = UINT64_MAX;
   uint64_t last_random_ = UINT64_MAX;
 };
@@ -258,19 +289,39 @@ py::dict PublishFile(PyStore& ps, const std::string& path, const std::string& na
   return PublishDict(r);
 }
 
+// A read-only buffer (bytes) is published in place. A writable one
+// (bytearray, a numpy array) is copied into the library's buffers in one
+// pass, as a stream: another thread writing to it meanwhile could
+// otherwise change bytes between their hashing and their storing.
 py::dict PublishBuffer(PyStore& ps, const py::object& data, const std::string& name) {
   auto s = ps.Get();
   HeldBuffer b(data, false);
   PublishResult r;
+  if (b.readonly()) {
+    {
+      py::gil_scoped_release nogil;
+      r = Take(s->PublishBytes(b.data(), b.size(), name));
+    }
+    return PublishDict(r);
+  }
+  size_t at = 0;
+  Store::PullFn pull = [&](void* buf, size_t n) -> Result<size_t> {
+    const size_t k = std::min(n, b.size() - at);
+    std::memcpy(buf, b.data() + at, k);
+    at += k;
+    return k;
+  };
   {
     py::gil_scoped_release nogil;
-    r = Take(s->PublishBytes(b.data(), b.size(), name));
+    r = Take(s->PublishPull(pull, name));
   }
   return PublishDict(r);
 }
 
 // A file object is pulled through readinto (or read) under the GIL, one
-// buffer at a time; hashing and writing run without it.
+// buffer at a time, into a bytearray of its own: no Python object ever
+// points into the library's memory. Hashing and writing run without the
+// GIL.
 py::dict PublishFileObject(PyStore& ps, const py::object& f, const std::string& name) {
   auto s = ps.Get();
   const bool has_readinto = py::hasattr(f, "readinto");
@@ -278,22 +329,27 @@ py::dict PublishFileObject(PyStore& ps, const py::object& f, const std::string& 
   // raised again once the publish has given up; nothing may unwind
   // through the library.
   std::exception_ptr failed;
+  py::object scratch;
   Store::PullFn pull = [&](void* buf, size_t n) -> Result<size_t> {
     py::gil_scoped_acquire gil;
     try {
+      py::object got;
+      size_t k = 0;
       if (has_readinto) {
-        py::object view = py::reinterpret_steal<py::object>(
-            PyMemoryView_FromMemory(static_cast<char*>(buf), static_cast<Py_ssize_t>(n), PyBUF_WRITE));
-        if (!view) throw py::error_already_set();
-        py::object got = f.attr("readinto")(view);
-        view.attr("release")();
+        if (!scratch || static_cast<size_t>(py::len(scratch)) != n)
+          scratch = py::reinterpret_steal<py::object>(PyByteArray_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(n)));
+        if (!scratch) throw py::error_already_set();
+        got = f.attr("readinto")(scratch);
         if (got.is_none()) return Status::IOError("the file object has no data ready (non-blocking)");
-        const long long k = got.cast<long long>();
-        if (k < 0 || static_cast<size_t>(k) > n) return Status::IOError("the file object's readinto returned " +
-                                                                        std::to_string(k));
-        return static_cast<size_t>(k);
+        const long long claimed = got.cast<long long>();
+        if (claimed < 0 || static_cast<size_t>(claimed) > n)
+          return Status::IOError("the file object's readinto returned " + std::to_string(claimed));
+        // It may have been resized meanwhile: only what is there counts.
+        k = std::min<size_t>(static_cast<size_t>(claimed), static_cast<size_t>(PyByteArray_Size(scratch.ptr())));
+        std::memcpy(buf, PyByteArray_AsString(scratch.ptr()), k);
+        return k;
       }
-      py::object got = f.attr("read")(n);
+      got = f.attr("read")(n);
       if (got.is_none()) return Status::IOError("the file object has no data ready (non-blocking)");
       HeldBuffer b(got, false);
       if (b.size() > n) return Status::IOError("the file object's read returned more than asked");
@@ -370,16 +426,17 @@ std::unique_ptr<NativeReader> OpenReader(PyStore& ps, const std::string& ref) {
   return std::make_unique<NativeReader>(std::move(r));
 }
 
-size_t ReaderReadInto(NativeReader& r, const py::object& buffer, uint64_t offset) {
+size_t ReaderReadInto(NativeReader& r, const py::object& buffer) {
   HeldBuffer b(buffer, true);
   py::gil_scoped_release nogil;
-  return r.ReadInto(offset, b.data(), b.size());
+  return r.ReadInto(b.data(), b.size());
 }
 
-// Up to n bytes from offset as a new bytes object, filled without the GIL
-// (nothing else can see it before it is returned).
-py::bytes ReaderRead(NativeReader& r, uint64_t offset, int64_t n) {
-  const uint64_t left = offset < r.size() ? r.size() - offset : 0;
+// Up to n bytes (n < 0: all that is left) as a new bytes object, filled
+// without the GIL (nothing else can see it before it is returned).
+py::bytes ReaderRead(NativeReader& r, int64_t n) {
+  const uint64_t pos = r.Tell();
+  const uint64_t left = pos < r.size() ? r.size() - pos : 0;
   const size_t want = static_cast<size_t>(n < 0 ? left : std::min<uint64_t>(uint64_t(n), left));
   PyObject* o = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(want));
   if (!o) throw py::error_already_set();
@@ -387,22 +444,9 @@ py::bytes ReaderRead(NativeReader& r, uint64_t offset, int64_t n) {
   size_t done = 0;
   {
     py::gil_scoped_release nogil;
-    auto* out = reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(o));
-    while (done < want) {
-      size_t got = 0;
-      try {
-        got = r.ReadInto(offset + done, out + done, want - done);
-      } catch (const StatusError&) {
-        // The verified bytes before the damage come first and the next
-        // read, which starts at it, raises; a read of everything left
-        // (n < 0) has no next read, and a short result would pass for
-        // the whole object.
-        if (done == 0 || n < 0) throw;
-      }
-      if (got == 0) break;
-      done += got;
-    }
+    done = r.ReadInto(reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(o)), want);
   }
+  // Another thread sharing the file moved its position in between.
   if (done < want && _PyBytes_Resize(&o, static_cast<Py_ssize_t>(done)) != 0) {
     owned.release();  // _PyBytes_Resize freed it
     throw py::error_already_set();
@@ -537,14 +581,16 @@ PYBIND11_MODULE(_native, m) {
   py::class_<NativeReader>(m, "NativeReader")
       .def_property_readonly("id", &NativeReader::id)
       .def_property_readonly("size", &NativeReader::size)
-      .def("readinto", &ReaderReadInto, py::arg("buffer"), py::arg("offset"))
-      .def("read", &ReaderRead, py::arg("offset"), py::arg("n"))
-      .def("close", &NativeReader::Close);
+      .def("readinto", &ReaderReadInto, py::arg("buffer"))
+      .def("read", &ReaderRead, py::arg("n"))
+      .def("seek", &NativeReader::Seek, py::arg("offset"), py::arg("whence"), py::call_guard<py::gil_scoped_release>())
+      .def("tell", &NativeReader::Tell, py::call_guard<py::gil_scoped_release>())
+      .def("close", &NativeReader::Close, py::call_guard<py::gil_scoped_release>());
 
   py::class_<PyStore>(m, "NativeStore")
       .def_static("open", &OpenStore, py::arg("location"), py::arg("create"), py::arg("secret"), py::arg("read_only"),
                   py::arg("cache_mib"))
-      .def("close", &PyStore::Close)
+      .def("close", &PyStore::Close, py::call_guard<py::gil_scoped_release>())
       .def("publish_file", &PublishFile)
       .def("publish_buffer", &PublishBuffer)
       .def("publish_file_object", &PublishFileObject)

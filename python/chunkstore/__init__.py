@@ -54,34 +54,35 @@ class ObjectFile(io.RawIOBase):
     """A stored object as a read-only, seekable binary file.
 
     readinto() fills any writable buffer (bytearray, memoryview, a numpy
-    array) straight from verified chunks, with no intermediate copy.
-    Reads that continue where the last one ended stream with read-ahead on
-    other threads; a jump is read at random. Damage raises Corruption:
-    read(n) and readinto return the verified bytes before it first and
-    the next call raises; read() of everything raises at once. Wrap it in
-    io.BufferedReader for many small reads. One file object may be shared
-    by threads (its reads are serialised); open one per thread to read in
-    parallel.
+    array) straight from verified chunks, with no intermediate copy, as far
+    as the object goes. Reads that continue where the last one ended stream
+    with read-ahead on other threads, and a read from the start to the end
+    also proves the object's id; a jump is read at random. A read that
+    meets damage raises Corruption (never a short count). Wrap it in
+    io.BufferedReader for many small reads. Threads may share one file
+    (each call is atomic, the position is shared); open one per thread to
+    read in parallel.
     """
 
     def __init__(self, native):
         super().__init__()
         self._native = native
-        self._pos = 0
+        self._id = native.id
+        self._size = native.size
 
     @property
     def id(self):
         """The object's id, "sha256:<hex>"."""
-        return self._native.id
+        return self._id
 
     @property
     def size(self):
         """The object's size in bytes."""
-        return self._native.size
+        return self._size
 
     @property
     def name(self):
-        return self._native.id
+        return self._id
 
     def readable(self):
         return True
@@ -94,39 +95,24 @@ class ObjectFile(io.RawIOBase):
 
     def readinto(self, buffer):
         self._check_closed()
-        n = self._native.readinto(buffer, self._pos)
-        self._pos += n
-        return n
+        return self._native.readinto(buffer)
 
     def read(self, size=-1):
         self._check_closed()
-        if size is None:
-            size = -1
-        data = self._native.read(self._pos, size)
-        self._pos += len(data)
-        return data
+        return self._native.read(-1 if size is None else size)
 
     def readall(self):
         return self.read(-1)
 
     def seek(self, offset, whence=io.SEEK_SET):
         self._check_closed()
-        if whence == io.SEEK_SET:
-            pos = offset
-        elif whence == io.SEEK_CUR:
-            pos = self._pos + offset
-        elif whence == io.SEEK_END:
-            pos = self.size + offset
-        else:
+        if whence not in (io.SEEK_SET, io.SEEK_CUR, io.SEEK_END):
             raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
-        if pos < 0:
-            raise ValueError(f"negative seek position {pos}")
-        self._pos = pos
-        return pos
+        return self._native.seek(offset, whence)
 
     def tell(self):
         self._check_closed()
-        return self._pos
+        return self._native.tell()
 
     def close(self):
         if not self.closed:
@@ -138,7 +124,7 @@ class ObjectFile(io.RawIOBase):
             raise ValueError("I/O operation on closed object file")
 
     def __repr__(self):
-        return f"<chunkstore.ObjectFile {self.id} size={self.size}>"
+        return f"<chunkstore.ObjectFile {self._id} size={self._size}{' closed' if self.closed else ''}>"
 
 
 class _StoreOrObject:

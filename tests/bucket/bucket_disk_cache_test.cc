@@ -192,6 +192,10 @@ TEST_P(BucketDiskCacheTest, VerifyFindsDamageInTheBucketBehindAWarmCache) {
 TEST(DiskChunkCache, EvictsTheLeastRecentlyReadAndChecksLengths) {
   const fs::path dir = fs::temp_directory_path() / ("chunkstore-disk-cache-" + std::to_string(::getpid()));
   fs::remove_all(dir);
+  fs::create_directories(dir / "ab");
+  // Files the cache did not write are never its to remove.
+  std::ofstream(dir / "notes.txt") << std::string(5000, 'n');
+  std::ofstream(dir / "ab" / "readme") << std::string(5000, 'r');
   internal::DiskChunkCache cache(dir.string(), 3000);
   std::vector<internal::Digest> ids;
   std::vector<uint8_t> bytes(1000, 7);
@@ -212,7 +216,15 @@ TEST(DiskChunkCache, EvictsTheLeastRecentlyReadAndChecksLengths) {
   cache.Put(id4, bytes.data(), bytes.size());
   EXPECT_FALSE(cache.Get(ids[1], 1000, &out));
   EXPECT_TRUE(cache.Get(id4, 1000, &out));
-  EXPECT_LE(CachedBytes(dir), 3000u);
+  EXPECT_TRUE(fs::exists(dir / "notes.txt") && fs::exists(dir / "ab" / "readme"));
+  EXPECT_LE(CachedBytes(dir) - 10000, 3000u);
+  // Something other than a file at a chunk's path (a FIFO) is a miss, at once.
+  const int five = 5;
+  const internal::Digest id5 = internal::Sha256::Of(&five, sizeof five);
+  const std::string hex5 = id5.Hex();
+  fs::create_directories(dir / hex5.substr(0, 2));
+  ASSERT_EQ(::mkfifo((dir / hex5.substr(0, 2) / hex5).c_str(), 0600), 0);
+  EXPECT_FALSE(cache.Get(id5, 1000, &out));
   fs::remove_all(dir);
 }
 

@@ -85,6 +85,23 @@ def test_every_kind_of_source(store, tmp_path):
         store.publish(12345)
 
 
+def test_a_file_object_may_keep_the_buffer_it_was_given(store):
+    data = payload(300000, 9)
+    kept = []
+
+    class Keeper:
+        def __init__(self):
+            self.f = io.BytesIO(data)
+
+        def readinto(self, b):
+            kept.append(b)
+            return self.f.readinto(b)
+
+    assert store.publish(Keeper())["id"] == sid(data)
+    # What it kept is its own memory, still readable after the publish.
+    assert all(len(bytes(b)) >= 0 for b in kept)
+
+
 def test_a_failing_file_object_stores_nothing(store):
     store.publish(b"kept", name="kept")
 
@@ -163,6 +180,7 @@ def test_the_object_file_reads_ranges_seeks_and_fills_numpy(store):
         assert f.readinto(view) == 1000 and view.tobytes() == data[12345:13345]
     with pytest.raises(ValueError):
         f.read(1)
+    assert f.name == oid and oid in repr(f) and "closed" in repr(f)
     buffered = io.BufferedReader(store.open("big"))
     assert buffered.read(10) == data[:10]
     assert buffered.read1(5) == data[10:15]
@@ -257,6 +275,32 @@ def test_threads_read_at_once(store):
     assert errors == []
 
 
+def test_threads_sharing_one_file_get_each_byte_once(store):
+    data = payload(4 << 20, 10)
+    store.publish(data, name="shared")
+    pieces = []
+    lock = threading.Lock()
+    step = 65536
+
+    with store.open("shared") as f:
+        def reader():
+            while True:
+                piece = f.read(step)
+                if not piece:
+                    return
+                with lock:
+                    pieces.append(piece)
+
+        threads = [threading.Thread(target=reader) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sum(len(p) for p in pieces) == len(data)
+    offsets = sorted(data.find(p) for p in pieces)
+    assert offsets == list(range(0, len(data), step))
+
+
 def test_damage_raises_corruption_never_wrong_bytes(tmp_path):
     data = payload(6 << 20, 6)
     other = payload(100 << 10, 7)
@@ -289,8 +333,13 @@ def test_damage_raises_corruption_never_wrong_bytes(tmp_path):
             assert len(got) < len(data) and got == data[:len(got)]
         arr = np.zeros(len(data), dtype=np.uint8)
         with s.open("big") as f, pytest.raises(chunkstore.Corruption):
-            while f.readinto(memoryview(arr)[f.tell():]):
-                pass
+            f.readinto(arr)
+        # At random too (after a read elsewhere).
+        with s.open("big") as f, pytest.raises(chunkstore.Corruption):
+            f.seek(100)
+            f.read(10)
+            f.seek(0)
+            f.read(len(data))
         report = s.verify()
         assert report["corrupt"] is True
         assert any(p["object"] == oid for p in report["problems"])

@@ -70,6 +70,31 @@ class WholeRead : public ::testing::TestWithParam<bool> {
     return std::move(*m);
   }
 
+  // Swaps chunks 1 and 2 of id's chunk list and gives it chain states made
+  // for the swapped content, the check recomputed: every link holds.
+  void ForgeSwappedWithStates(const std::string& id, const std::vector<uint8_t>& data) {
+  internal::Manifest m = ManifestOf(id, data.size());
+  ASSERT_GE(m.entries.size(), 4u);
+  ASSERT_EQ(m.chain.size(), m.entries.size()) << "publishes write version-2 manifests";
+  std::swap(m.entries[1], m.entries[2]);
+  // What the swapped content is, and its chain states.
+  std::vector<uint8_t> swapped;
+  const auto chunks = *store_->Chunks(id);
+  for (size_t order : {size_t{0}, size_t{2}, size_t{1}}) {
+    swapped.insert(swapped.end(), data.begin() + static_cast<std::ptrdiff_t>(chunks[order].offset),
+                   data.begin() + static_cast<std::ptrdiff_t>(chunks[order].offset + chunks[order].length));
+  }
+  swapped.insert(swapped.end(), data.begin() + static_cast<std::ptrdiff_t>(chunks[3].offset), data.end());
+  internal::Sha256Stream s;
+  for (size_t at = 0, i = 0; i < m.entries.size(); at += m.entries[i++].length) {
+    s.MarkChunk();
+    s.Update(swapped.data() + at, m.entries[i].length);
+  }
+  s.Finish();
+  const internal::Digest digest = *internal::Digest::FromHex(id.substr(7));
+  SetManifest(id, internal::EncodeManifest(digest, data.size(), m.entries, s.chain()));
+  }
+
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
 };
@@ -104,26 +129,8 @@ TEST_P(WholeRead, EveryChunkGeometryReadsBackWhole) {
 TEST_P(WholeRead, ASwappedChunkListWithMatchingStatesFailsBeforeTheLastByte) {
   const auto data = RandomBytes(150000, 21);
   const std::string id = store_->PublishBytes(data.data(), data.size(), "x")->id;
-  internal::Manifest m = ManifestOf(id, data.size());
-  ASSERT_GE(m.entries.size(), 4u);
-  ASSERT_EQ(m.chain.size(), m.entries.size()) << "publishes write version-2 manifests";
-  std::swap(m.entries[1], m.entries[2]);
-  // What the swapped content is, and its chain states.
-  std::vector<uint8_t> swapped;
   const auto chunks = *store_->Chunks(id);
-  for (size_t order : {size_t{0}, size_t{2}, size_t{1}}) {
-    swapped.insert(swapped.end(), data.begin() + static_cast<std::ptrdiff_t>(chunks[order].offset),
-                   data.begin() + static_cast<std::ptrdiff_t>(chunks[order].offset + chunks[order].length));
-  }
-  swapped.insert(swapped.end(), data.begin() + static_cast<std::ptrdiff_t>(chunks[3].offset), data.end());
-  internal::Sha256Stream s;
-  for (size_t at = 0, i = 0; i < m.entries.size(); at += m.entries[i++].length) {
-    s.MarkChunk();
-    s.Update(swapped.data() + at, m.entries[i].length);
-  }
-  s.Finish();
-  const internal::Digest digest = *internal::Digest::FromHex(id.substr(7));
-  SetManifest(id, internal::EncodeManifest(digest, data.size(), m.entries, s.chain()));
+  ASSERT_NO_FATAL_FAILURE(ForgeSwappedWithStates(id, data));
   Status err;
   const auto got = ReadUntilError(id, 4096, &err);
   ASSERT_TRUE(err.IsCorruption()) << err.ToString();
@@ -176,6 +183,46 @@ TEST_P(WholeRead, ADamagedChainStateIsTheObjectsError) {
 
 // A version-1 chunk list (objects published before chain states) is
 // proven by hashing the whole read: a forged one fails at the end.
+// A reader used at random first (a header read, a range, the last chunk)
+// still proves a later read from the start: what the random reads left
+// behind is no part of the proof.
+TEST_P(WholeRead, AReaderUsedAtRandomStillProvesAWholeReadFromTheStart) {
+  const auto data = RandomBytes(150000, 25);
+  const std::string id = store_->PublishBytes(data.data(), data.size(), "x")->id;
+  const auto chunks = *store_->Chunks(id);
+  ASSERT_NO_FATAL_FAILURE(ForgeSwappedWithStates(id, data));
+  for (int use = 0; use < 3; ++use) {
+    auto r = store_->OpenReader(id);
+    ASSERT_TRUE(r.ok());
+    std::vector<uint8_t> buf(4096);
+    if (use == 0) {
+      ASSERT_TRUE((*r)->ReadAt(0, buf.data(), 8).ok());
+    }
+    if (use == 1) {
+      ASSERT_TRUE((*r)->ReadAt(chunks.back().offset, buf.data(), 8).ok());
+    }
+    if (use == 2) {
+      ASSERT_TRUE((*r)->Seek(chunks[1].offset).ok());
+      ASSERT_TRUE((*r)->Read(buf.data(), 8).ok());
+      ASSERT_TRUE((*r)->ReadAt(0, buf.data(), 8).ok());
+    }
+    ASSERT_TRUE((*r)->Seek(0).ok());
+    Status err;
+    uint64_t total = 0;
+    for (;;) {
+      auto n = (*r)->Read(buf.data(), buf.size());
+      if (!n.ok()) {
+        err = n.status();
+        break;
+      }
+      if (*n == 0) break;
+      total += *n;
+    }
+    EXPECT_TRUE(err.IsCorruption()) << "use " << use << ": " << err.ToString();
+    EXPECT_LT(total, data.size()) << "use " << use;
+  }
+}
+
 TEST_P(WholeRead, AForgedVersionOneChunkListFailsBeforeTheLastByte) {
   const auto data = RandomBytes(150000, 24);
   const std::string id = store_->PublishBytes(data.data(), data.size())->id;

@@ -11,8 +11,6 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
-#include <thread>
-#include <tuple>
 #include <vector>
 
 namespace chunkstore::internal {
@@ -27,7 +25,9 @@ std::string DiskChunkCache::PathOf(const Digest& id) const {
 }
 
 bool DiskChunkCache::Get(const Digest& id, size_t raw_len, Buffer* out) {
-  const int fd = ::open(PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // O_NONBLOCK: something other than a file planted there (a FIFO) must
+  // not hang the read; it fails the regular-file check below.
+  const int fd = ::open(PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == raw_len;
@@ -77,40 +77,74 @@ void DiskChunkCache::Put(const Digest& id, const uint8_t* data, size_t n) {
   }
   std::lock_guard<std::mutex> l(mu_);
   bytes_ += n;
-  if (!counted_ || bytes_ > max_bytes_) EvictLocked();
+  if (!counted_ || bytes_ > rescan_above_) EvictLocked();
 }
 
 void DiskChunkCache::Drop(const Digest& id) { ::unlink(PathOf(id).c_str()); }
 
+namespace {
+
+bool IsHex(const std::string& s, size_t n) {
+  return s.size() == n && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+}  // namespace
+
 // Counts the directory (the first time, and whenever this process's count
 // says it is over) and removes the least recently used files until it
-// holds at most 90 % of the limit. Temporary files of writers that died
-// are old by their mtime and go first.
+// holds at most 90 % of the limit. Only what this cache writes counts and
+// is ever removed: files named by a chunk id, or a writer's temporary
+// file, in a fan-out directory named by two hex digits; each removed
+// relative to its directory, opened without following a symlink, so a
+// directory swapped for a link meanwhile leads nowhere else. Temporary
+// files of writers that died are old by their mtime and go first.
 void DiskChunkCache::EvictLocked() {
-  std::vector<std::tuple<int64_t, uint64_t, std::string>> files;
+  struct Entry {
+    int64_t mtime;
+    uint64_t size;
+    std::string sub, name;
+    bool operator<(const Entry& o) const { return mtime < o.mtime; }
+  };
+  std::vector<Entry> files;
   uint64_t total = 0;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir_, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    if (it.depth() > 1) {
-      it.disable_recursion_pending();
-      continue;
+  for (fs::directory_iterator d(dir_, ec), end; !ec && d != end; d.increment(ec)) {
+    const std::string sub = d->path().filename().string();
+    if (!IsHex(sub, 2)) continue;
+    const int fd = ::open((dir_ + "/" + sub).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::error_code ec2;
+    for (fs::directory_iterator f(d->path(), ec2), fend; !ec2 && f != fend; f.increment(ec2)) {
+      const std::string name = f->path().filename().string();
+      if (!IsHex(name, 64) && name.rfind(".tmp-", 0) != 0) continue;
+      struct stat st;
+      if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+      files.push_back({int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec, uint64_t(st.st_size), sub, name});
+      total += uint64_t(st.st_size);
     }
-    struct stat st;
-    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    files.emplace_back(int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec, uint64_t(st.st_size),
-                       it->path().string());
-    total += uint64_t(st.st_size);
+    ::close(fd);
   }
   counted_ = true;
   bytes_ = total;
-  if (total <= max_bytes_) return;
-  std::sort(files.begin(), files.end());
-  const uint64_t target = max_bytes_ / 10 * 9;
-  for (const auto& [mtime, size, path] : files) {
-    if (bytes_ <= target) break;
-    if (::unlink(path.c_str()) == 0 || errno == ENOENT) bytes_ -= std::min(bytes_, size);
+  if (total > max_bytes_) {
+    std::sort(files.begin(), files.end());
+    const uint64_t target = max_bytes_ / 10 * 9;
+    int fd = -1;
+    std::string open_sub;
+    for (const Entry& e : files) {
+      if (bytes_ <= target) break;
+      if (e.sub != open_sub) {
+        if (fd >= 0) ::close(fd);
+        fd = ::open((dir_ + "/" + e.sub).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        open_sub = e.sub;
+      }
+      if (fd >= 0 && (::unlinkat(fd, e.name.c_str(), 0) == 0 || errno == ENOENT)) bytes_ -= std::min(bytes_, e.size);
+    }
+    if (fd >= 0) ::close(fd);
   }
+  // What could not be removed (another user's files) is not scanned for
+  // again on every write: only once writes added a tenth of the limit.
+  rescan_above_ = std::max(max_bytes_, bytes_ + max_bytes_ / 10);
 }
 
 }  // namespace chunkstore::internal

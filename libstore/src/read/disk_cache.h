@@ -51,6 +51,7 @@ class DiskChunkCache {
   std::mutex mu_;
   bool counted_ = false;  // bytes_ holds the directory's total (from a scan)
   uint64_t bytes_ = 0;
+  uint64_t rescan_above_ = 0;  // bytes_ past which Put scans and evicts again
 };
 
 }  // namespace chunkstore::internal

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <future>
+#include <optional>
 
 #include "format/manifest.h"
 #include "hash/chain.h"
@@ -110,11 +111,7 @@ class ObjectReader final : public Reader {
     // kGroup, two at a time (SubmitGroup), so each worker holds a group
     // and the next is queued.
     depth_ = loader_->read_ahead_depth();
-    // One chunk is its own proof: its id is the object's (checked at open).
-    proving_ = entries_.size() > 1;
-    // Chained bytes are proven only as the read goes on, too late for the
-    // disk cache of a bucket store, which takes chunks proven one by one.
-    chained_ = proving_ && chain_.size() == entries_.size() && !(disk_ && loader_->disk_cached());
+    ArmProof();
   }
 
   ~ObjectReader() override { DropAhead(); }
@@ -125,7 +122,14 @@ class ObjectReader final : public Reader {
 
   Status Seek(uint64_t offset) override {
     CHUNKSTORE_RETURN_IF_ERROR(CheckSeek(offset, size_));
-    if (offset != pos_) StopProving();
+    // Back to the start: a read from here to the end proves the id again,
+    // whatever this reader was used for before (ranges, random reads).
+    if (offset == 0) {
+      DropAhead();
+      ArmProof();
+    } else if (offset != pos_) {
+      StopProving();
+    }
     pos_ = offset;
     return Status::OK();
   }
@@ -284,6 +288,21 @@ class ObjectReader final : public Reader {
     dropping_.store(false, std::memory_order_release);
   }
 
+  // A read from the start, in order, proves the object's id.
+  void ArmProof() {
+    // One chunk is its own proof: its id is the object's (checked at open).
+    proving_ = entries_.size() > 1;
+    // Chained bytes are proven only as the read goes on, too late for the
+    // disk cache of a bucket store, which takes chunks proven one by one.
+    chained_ = proving_ && chain_.size() == entries_.size() && !(disk_ && loader_->disk_cached());
+    proven_next_ = 0;
+    whole_.emplace();
+    next_.reset();
+    next_index_ = SIZE_MAX;
+    final_done_ = false;
+    ahead_end_ = SIZE_MAX;
+  }
+
   // From here on chunks are proven one by one: what was read ahead unproven
   // is dropped.
   void StopProving() {
@@ -390,7 +409,9 @@ class ObjectReader final : public Reader {
 
   // Makes chunk i the current one, verified.
   Status Enter(size_t i, bool sequential) {
-    if (i == cur_index_) return Status::OK();
+    // The current chunk, unless a random read left it there and the read
+    // in order that reaches it now must take it into the proof.
+    if (i == cur_index_ && !(sequential && proving_ && i == proven_next_)) return Status::OK();
     if (!sequential || entries_.size() == 1) {
       Result<Bytes> b = Fetch(i);
       if (!b.ok()) return b.status();
@@ -406,8 +427,8 @@ class ObjectReader final : public Reader {
       // A version-1 manifest: the chunks, each proven by its own SHA-256,
       // are hashed in order; the last is handed out once the digest is
       // the object's id.
-      whole_.Update(r->bytes->data(), r->bytes->size());
-      if (i + 1 == entries_.size() && whole_.Finish() != digest_)
+      whole_->Update(r->bytes->data(), r->bytes->size());
+      if (i + 1 == entries_.size() && whole_->Finish() != digest_)
         return Status::Corruption("object " + id_ + ": its content does not match its id (its chunk list is "
                                   "damaged, or names the chunks of other content)",
                                   id_);
@@ -456,7 +477,7 @@ class ObjectReader final : public Reader {
   bool proving_ = false;
   bool chained_ = false;
   size_t proven_next_ = 0;  // the next chunk to hand out in order
-  Sha256Stream whole_;
+  std::optional<Sha256Stream> whole_;
   std::optional<Loaded> next_;  // chunk next_index_, fetched for the link to it
   size_t next_index_ = SIZE_MAX;
   bool final_done_ = false;  // the digest was checked at the chunk before the last
