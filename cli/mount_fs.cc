@@ -484,44 +484,54 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (fuse_reply_open(req, fi) != 0) fs->Drop(fs->handles_mu, fs->files, fi->fh);
 }
 
-void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
-  MountFs::Impl* fs = FsOf(req);
-  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
-  thread_local std::vector<char> buf;
-  if (buf.size() < size) buf.resize(size);
-  const uint64_t offset = static_cast<uint64_t>(off);
+// Fills buf with the bytes at offset through the handle's reader, under
+// its lock.
+Status ReadLocked(FileHandle* h, uint64_t offset, size_t size, char* buf, size_t* got) {
   std::lock_guard<std::mutex> l(h->mu);
   chunkstore::Reader& r = *h->reader;
-  size_t got = 0;
   Status failed;
   const bool sequential = offset + kSequentialWindow >= h->prev_end && offset <= h->prev_end + kSequentialWindow;
   if (sequential && offset < r.size()) {
     // Read verifies the chunks ahead on other threads.
     if (r.Tell() != offset) failed = r.Seek(offset);
-    while (failed.ok() && got < size) {
-      auto n = r.Read(buf.data() + got, size - got);
+    while (failed.ok() && *got < size) {
+      auto n = r.Read(buf + *got, size - *got);
       if (!n.ok()) failed = n.status();
       else if (*n == 0) break;
-      else got += *n;
+      else *got += *n;
     }
   } else {
-    while (got < size) {
-      auto n = r.ReadAt(offset + got, buf.data() + got, size - got);
+    while (*got < size) {
+      auto n = r.ReadAt(offset + *got, buf + *got, size - *got);
       if (!n.ok()) {
         failed = n.status();
         break;
       }
       if (*n == 0) break;
-      got += *n;
+      *got += *n;
     }
   }
+  // After a failure the next read starts afresh.
+  h->prev_end = failed.ok() ? offset + *got : UINT64_MAX / 2;
+  return failed;
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  MountFs::Impl* fs = FsOf(req);
+  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
+  thread_local std::vector<char> buf;
+  if (buf.size() < size) buf.resize(size);
+  const uint64_t offset = static_cast<uint64_t>(off);
+  size_t got = 0;
+  Status failed = ReadLocked(h, offset, size, buf.data(), &got);
+  // The reply comes after the handle's lock is let go: once the kernel has
+  // its last reply it may release the handle, on another thread.
   if (!failed.ok()) {
     // Nothing unverified is handed out: the whole request fails.
-    h->prev_end = UINT64_MAX / 2;  // the next read starts afresh
-    return (void)fuse_reply_err(
-        req, fs->Errno(failed, "read of " + r.id() + " at offset " + std::to_string(offset) + " failed"));
+    auto n = fs->Get(ino);
+    const std::string what = n ? n->id : "inode " + std::to_string(ino);
+    return (void)fuse_reply_err(req, fs->Errno(failed, "read of " + what + " at offset " + std::to_string(offset) + " failed"));
   }
-  h->prev_end = offset + got;
   fuse_reply_buf(req, buf.data(), got);
 }
 
