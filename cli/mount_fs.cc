@@ -12,11 +12,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "mount_catalog.h"
+#include "mount_nodes.h"
 #include "output.h"
 
 namespace cli {
@@ -42,28 +43,11 @@ constexpr double kImmutableTimeout = 86400;
 // requests to different threads out of order; within this distance of
 // where the last read ended a read still counts as sequential.
 constexpr uint64_t kSequentialWindow = 1 << 20;
-constexpr size_t kCacheLimit = 4096;
+// Bounds on what is kept of objects and trees (dropped whole when full).
+constexpr size_t kFactsLimit = 1 << 16;
+constexpr size_t kTreeEntriesLimit = 1 << 20;
 
-enum class Kind { kNameDir, kVersionsDir, kObjectsDir, kFile, kTreeDir, kSymlink };
-
-struct Node {
-  Kind kind = Kind::kFile;
-  std::string key;     // in the path index; empty for the permanent nodes
-  std::string prefix;  // kNameDir, kVersionsDir: names below start with it
-  std::string id;      // kFile: its object; kTreeDir: its tree
-  std::string target;  // kSymlink
-  uint64_t size = 0;
-  uint32_t mode = 0;  // permission bits
-  int64_t mtime_ns = 0;
-  bool immutable = false;  // fixed by an id: long timeouts
-  fuse_ino_t fixed = 0;    // the root, .versions, .objects: their inode, never forgotten
-};
-
-// A node is never changed once made; only its count of kernel lookups is.
-struct Slot {
-  std::shared_ptr<const Node> node;
-  uint64_t lookups = 0;
-};
+using Kind = NodeKind;
 
 // An open file: its reader, and where the last read ended.
 struct FileHandle {
@@ -80,6 +64,32 @@ struct DirHandle {
     mode_t type;
   };
   std::vector<Item> items;
+};
+
+// Handles the kernel holds, owned here: a session ended by a signal does
+// not wait for the kernel's last releases, and what is left goes with the
+// file system.
+template <typename H>
+class HandleTable {
+ public:
+  uint64_t Add(std::unique_ptr<H> h) {
+    const uint64_t fh = reinterpret_cast<uint64_t>(h.get());
+    std::lock_guard<std::mutex> l(mu_);
+    map_[fh] = std::move(h);
+    return fh;
+  }
+  void Remove(uint64_t fh) {
+    std::unique_ptr<H> gone;  // destroyed after the lock: a reader waits for its read-ahead
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = map_.find(fh);
+    if (it == map_.end()) return;
+    gone = std::move(it->second);
+    map_.erase(it);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<H>> map_;
 };
 
 struct ObjectFacts {
@@ -104,53 +114,19 @@ struct MountFs::Impl {
   uid_t uid = ::getuid();
   gid_t gid = ::getgid();
 
-  std::mutex nodes_mu;
-  std::unordered_map<fuse_ino_t, Slot> nodes;
-  std::unordered_map<std::string, fuse_ino_t> by_key;
-  fuse_ino_t next_ino = 4;
-
+  NodeTable nodes;
   NameCatalog catalog;
 
-  // Handles not released yet: a session ended by a signal does not wait
-  // for the kernel's last releases, and these go with the file system.
-  std::mutex handles_mu;
-  std::unordered_map<uint64_t, std::unique_ptr<FileHandle>> files;
-  std::unordered_map<uint64_t, std::unique_ptr<DirHandle>> dirs;
-
-  template <typename H>
-  static uint64_t Keep(std::mutex& mu, std::unordered_map<uint64_t, std::unique_ptr<H>>& map, std::unique_ptr<H> h) {
-    const uint64_t fh = reinterpret_cast<uint64_t>(h.get());
-    std::lock_guard<std::mutex> l(mu);
-    map[fh] = std::move(h);
-    return fh;
-  }
-  template <typename H>
-  static void Drop(std::mutex& mu, std::unordered_map<uint64_t, std::unique_ptr<H>>& map, uint64_t fh) {
-    std::unique_ptr<H> gone;  // destroyed outside the lock: a reader waits for its read-ahead
-    std::lock_guard<std::mutex> l(mu);
-    auto it = map.find(fh);
-    if (it == map.end()) return;
-    gone = std::move(it->second);
-    map.erase(it);
-  }
+  HandleTable<FileHandle> files;
+  HandleTable<DirHandle> dirs;
 
   std::mutex cache_mu;
   std::unordered_map<std::string, ObjectFacts> facts;
   std::unordered_map<std::string, std::shared_ptr<const chunkstore::Tree>> trees;
+  size_t tree_entries = 0;  // in trees
 
   Impl(chunkstore::Store& s, const MountConfig& c, std::function<void(const std::string&)> l)
-      : store(s), config(c), log(l), catalog(s, c.refresh_seconds, l) {
-    auto add = [this](fuse_ino_t ino, Kind kind) {
-      auto n = std::make_shared<Node>();
-      n->kind = kind;
-      n->mode = 0555;
-      n->fixed = ino;
-      nodes[ino].node = std::move(n);
-    };
-    add(FUSE_ROOT_ID, Kind::kNameDir);
-    add(2, Kind::kVersionsDir);
-    add(3, Kind::kObjectsDir);
-  }
+      : store(s), config(c), log(l), catalog(s, c.refresh_seconds, l) {}
 
   // ---- objects and trees (immutable, cached by id) ---------------------------
 
@@ -164,7 +140,7 @@ struct MountFs::Impl {
     if (!info.ok()) return info.status();
     ObjectFacts f{info->tree, info->size, info->created};
     std::lock_guard<std::mutex> l(cache_mu);
-    if (facts.size() >= kCacheLimit) facts.clear();  // crude, but bounded
+    if (facts.size() >= kFactsLimit) facts.clear();
     facts[id] = f;
     return f;
   }
@@ -179,8 +155,8 @@ struct MountFs::Impl {
     if (!t.ok()) return t.status();
     auto shared = std::make_shared<const chunkstore::Tree>(std::move(*t));
     std::lock_guard<std::mutex> l(cache_mu);
-    if (trees.size() >= kCacheLimit / 16) trees.clear();
-    trees[id] = shared;
+    if (tree_entries + shared->entries.size() > kTreeEntriesLimit) trees.clear(), tree_entries = 0;
+    if (trees.emplace(id, shared).second) tree_entries += shared->entries.size();
     return shared;
   }
 
@@ -204,43 +180,6 @@ struct MountFs::Impl {
       n.mtime_ns = mtime_ns ? mtime_ns : f->created * 1000000000;
     }
     return n;
-  }
-
-  // ---- inodes ----------------------------------------------------------------
-
-  std::shared_ptr<const Node> Get(fuse_ino_t ino) {
-    std::lock_guard<std::mutex> l(nodes_mu);
-    auto it = nodes.find(ino);
-    return it == nodes.end() ? nullptr : it->second.node;
-  }
-
-  // The inode of what sits at name in parent, counted as one lookup.
-  // Identical nodes (same parent, name and content) share an inode.
-  fuse_ino_t Intern(fuse_ino_t parent, const std::string& name, Node n) {
-    if (n.fixed) return n.fixed;
-    n.key = std::to_string(parent) + '/' + name + '\0' + std::to_string(static_cast<int>(n.kind)) + n.id +
-            '\0' + n.target + '\0' + std::to_string(n.mtime_ns) + '\0' + std::to_string(n.mode) + '\0' + n.prefix;
-    std::lock_guard<std::mutex> l(nodes_mu);
-    auto it = by_key.find(n.key);
-    if (it != by_key.end()) {
-      ++nodes[it->second].lookups;
-      return it->second;
-    }
-    const fuse_ino_t ino = next_ino++;
-    by_key[n.key] = ino;
-    nodes[ino] = Slot{std::make_shared<const Node>(std::move(n)), 1};
-    return ino;
-  }
-
-  void Forget(fuse_ino_t ino, uint64_t count) {
-    std::lock_guard<std::mutex> l(nodes_mu);
-    auto it = nodes.find(ino);
-    if (it == nodes.end() || it->second.node->fixed) return;
-    Slot& slot = it->second;
-    slot.lookups = count >= slot.lookups ? 0 : slot.lookups - count;
-    if (slot.lookups > 0) return;
-    by_key.erase(slot.node->key);
-    nodes.erase(it);
   }
 
   double Timeout(const Node& n) const { return n.immutable ? kImmutableTimeout : config.refresh_seconds; }
@@ -309,7 +248,7 @@ struct MountFs::Impl {
     }
     // NAME@N
     const size_t at = name.rfind('@');
-    if (at == std::string::npos || at == 0 || at + 1 == name.size() ||
+    if (at == std::string::npos || at == 0 || at + 1 == name.size() || name[at + 1] == '0' ||
         !std::all_of(name.begin() + at + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
         name.size() - at > 19)
       return Status::NotFound(name);
@@ -327,7 +266,7 @@ struct MountFs::Impl {
     switch (dir.kind) {
       case Kind::kNameDir:
         if (parent == FUSE_ROOT_ID && (name == ".versions" || name == ".objects")) {
-          Node n = *Get(name == ".versions" ? 2 : 3);
+          Node n = *nodes.Get(name == ".versions" ? NodeTable::kVersions : NodeTable::kObjects);
           return n;
         }
         return LookupName(dir, name);
@@ -423,7 +362,7 @@ MountFs::Impl* FsOf(fuse_req_t req) { return static_cast<MountFs::Impl*>(fuse_re
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   MountFs::Impl* fs = FsOf(req);
-  auto dir = fs->Get(parent);
+  auto dir = fs->nodes.Get(parent);
   if (!dir) return (void)fuse_reply_err(req, ENOENT);
   auto n = fs->LookupIn(parent, *dir, name);
   if (!n.ok()) {
@@ -436,32 +375,32 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     return (void)fuse_reply_err(req, fs->Errno(n.status(), "lookup of " + Printable(name)));
   }
   fuse_entry_param e{};
-  e.ino = fs->Intern(parent, name, *n);
+  e.ino = fs->nodes.Intern(parent, name, *n);
   e.attr = fs->Attr(e.ino, *n);
   e.attr_timeout = e.entry_timeout = fs->Timeout(*n);
   fuse_reply_entry(req, &e);
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  FsOf(req)->Forget(ino, nlookup);
+  FsOf(req)->nodes.Forget(ino, nlookup);
   fuse_reply_none(req);
 }
 
 void OpForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
-  for (size_t i = 0; i < count; ++i) FsOf(req)->Forget(forgets[i].ino, forgets[i].nlookup);
+  for (size_t i = 0; i < count; ++i) FsOf(req)->nodes.Forget(forgets[i].ino, forgets[i].nlookup);
   fuse_reply_none(req);
 }
 
 void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   MountFs::Impl* fs = FsOf(req);
-  auto n = fs->Get(ino);
+  auto n = fs->nodes.Get(ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   const struct stat st = fs->Attr(ino, *n);
   fuse_reply_attr(req, &st, fs->Timeout(*n));
 }
 
 void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
-  auto n = FsOf(req)->Get(ino);
+  auto n = FsOf(req)->nodes.Get(ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   if (n->kind != Kind::kSymlink) return (void)fuse_reply_err(req, EINVAL);
   fuse_reply_readlink(req, n->target.c_str());
@@ -470,18 +409,18 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   MountFs::Impl* fs = FsOf(req);
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
-  auto n = fs->Get(ino);
+  auto n = fs->nodes.Get(ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   if (n->kind != Kind::kFile) return (void)fuse_reply_err(req, EISDIR);
   auto reader = fs->store.OpenReader(n->id);
   if (!reader.ok()) return (void)fuse_reply_err(req, fs->Errno(reader.status(), "cannot open " + n->id));
   auto h = std::make_unique<FileHandle>();
   h->reader = std::move(*reader);
-  fi->fh = fs->Keep(fs->handles_mu, fs->files, std::move(h));
+  fi->fh = fs->files.Add(std::move(h));
   // The inode stands for one immutable object: what the kernel cached from
   // an earlier open is still right.
   fi->keep_cache = 1;
-  if (fuse_reply_open(req, fi) != 0) fs->Drop(fs->handles_mu, fs->files, fi->fh);
+  if (fuse_reply_open(req, fi) != 0) fs->files.Remove(fi->fh);
 }
 
 // Fills buf with the bytes at offset through the handle's reader, under
@@ -528,7 +467,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
   // its last reply it may release the handle, on another thread.
   if (!failed.ok()) {
     // Nothing unverified is handed out: the whole request fails.
-    auto n = fs->Get(ino);
+    auto n = fs->nodes.Get(ino);
     const std::string what = n ? n->id : "inode " + std::to_string(ino);
     return (void)fuse_reply_err(req, fs->Errno(failed, "read of " + what + " at offset " + std::to_string(offset) + " failed"));
   }
@@ -537,24 +476,24 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
 
 void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   MountFs::Impl* fs = FsOf(req);
-  fs->Drop(fs->handles_mu, fs->files, fi->fh);
+  fs->files.Remove(fi->fh);
   fuse_reply_err(req, 0);
 }
 
 void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   MountFs::Impl* fs = FsOf(req);
-  auto n = fs->Get(ino);
+  auto n = fs->nodes.Get(ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   if (n->kind == Kind::kFile || n->kind == Kind::kSymlink) return (void)fuse_reply_err(req, ENOTDIR);
   auto items = fs->List(*n, ino == FUSE_ROOT_ID);
   if (!items.ok()) return (void)fuse_reply_err(req, fs->Errno(items.status(), "cannot list a directory"));
   auto h = std::make_unique<DirHandle>();
   h->items = std::move(*items);
-  fi->fh = fs->Keep(fs->handles_mu, fs->dirs, std::move(h));
+  fi->fh = fs->dirs.Add(std::move(h));
   // A tree's listing is fixed by its id; a name directory's is not.
   fi->cache_readdir = n->kind == Kind::kTreeDir ? 1 : 0;
   fi->keep_cache = fi->cache_readdir;
-  if (fuse_reply_open(req, fi) != 0) fs->Drop(fs->handles_mu, fs->dirs, fi->fh);
+  if (fuse_reply_open(req, fi) != 0) fs->dirs.Remove(fi->fh);
 }
 
 void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
@@ -563,7 +502,8 @@ void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_inf
   size_t used = 0;
   for (size_t i = static_cast<size_t>(off); i < h->items.size(); ++i) {
     struct stat st {};
-    // Inode numbers come from lookups; a listing's are only hints.
+    // Inode numbers come from lookups; a listing says "unknown", as
+    // libfuse's own high-level API does.
     st.st_ino = 0xffffffffu;
     st.st_mode = h->items[i].type;
     const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, h->items[i].name.c_str(), &st,
@@ -576,7 +516,7 @@ void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_inf
 
 void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   MountFs::Impl* fs = FsOf(req);
-  fs->Drop(fs->handles_mu, fs->dirs, fi->fh);
+  fs->dirs.Remove(fi->fh);
   fuse_reply_err(req, 0);
 }
 

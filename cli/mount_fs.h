@@ -3,11 +3,7 @@
 // API): names as paths, trees as directories, every version under
 // .versions/ and every object by id under .objects/. mount.cc mounts it;
 // this file keeps what the kernel is told apart from how it is mounted.
-//
-// Inodes are numbered as paths are looked up and forgotten when the kernel
-// forgets them. What a node shows is fixed when it is made: a path whose
-// object changes (a new version of a name) is looked up as a new inode, so
-// the kernel never mixes the page cache of one object with another's.
+// Its parts: the names (mount_catalog.h) and the inodes (mount_nodes.h).
 #pragma once
 
 #define FUSE_USE_VERSION 312

@@ -230,6 +230,9 @@ def main():
         check(read(os.path.join(mnt, ".versions/doc/readme@2")) == b"version two, a little longer\n", "version 2")
         check(not os.path.exists(os.path.join(mnt, ".versions/doc/readme@3")), "no version 3")
         check(not os.path.exists(os.path.join(mnt, ".versions/doc/readme@x")), "a malformed version")
+        check(not os.path.exists(os.path.join(mnt, ".versions/doc/readme@01")), "one path per version (no leading 0)")
+        check({"clash", "clash@1"} <= set(os.listdir(os.path.join(mnt, ".versions"))),
+              "in .versions a name and a directory of the same name do not clash")
         check(read(os.path.join(mnt, "doc/readme")) == b"version two, a little longer\n", "the name is its latest")
         check(read(os.path.join(mnt, ".objects", sha(small))) == small, ".objects by id")
         check(read(os.path.join(mnt, ".objects", sha(big)))[:1 << 20] == big[:1 << 20], ".objects, a big one")
