@@ -68,18 +68,24 @@ struct DirHandle {
 
 // Handles the kernel holds, owned here: a session ended by a signal does
 // not wait for the kernel's last releases, and what is left goes with the
-// file system.
+// file system. Shared: a read keeps its handle alive, since the kernel may
+// release it, on another thread, as soon as it has the read's reply.
 template <typename H>
 class HandleTable {
  public:
-  uint64_t Add(std::unique_ptr<H> h) {
+  uint64_t Add(std::shared_ptr<H> h) {
     const uint64_t fh = reinterpret_cast<uint64_t>(h.get());
     std::lock_guard<std::mutex> l(mu_);
     map_[fh] = std::move(h);
     return fh;
   }
+  std::shared_ptr<H> Get(uint64_t fh) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = map_.find(fh);
+    return it == map_.end() ? nullptr : it->second;
+  }
   void Remove(uint64_t fh) {
-    std::unique_ptr<H> gone;  // destroyed after the lock: a reader waits for its read-ahead
+    std::shared_ptr<H> gone;  // destroyed after the lock: a reader waits for its read-ahead
     std::lock_guard<std::mutex> l(mu_);
     auto it = map_.find(fh);
     if (it == map_.end()) return;
@@ -89,7 +95,7 @@ class HandleTable {
 
  private:
   std::mutex mu_;
-  std::unordered_map<uint64_t, std::unique_ptr<H>> map_;
+  std::unordered_map<uint64_t, std::shared_ptr<H>> map_;
 };
 
 struct ObjectFacts {
@@ -189,7 +195,9 @@ struct MountFs::Impl {
     st.st_ino = ino;
     st.st_uid = uid;
     st.st_gid = gid;
-    st.st_blksize = 128 * 1024;
+    // Readers that size their reads by it (cat, cp) then ask for 1 MiB at
+    // a time, and the kernel reads ahead as much per request.
+    st.st_blksize = 1 << 20;
     switch (n.kind) {
       case Kind::kFile:
         st.st_mode = S_IFREG | n.mode;
@@ -414,7 +422,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (n->kind != Kind::kFile) return (void)fuse_reply_err(req, EISDIR);
   auto reader = fs->store.OpenReader(n->id);
   if (!reader.ok()) return (void)fuse_reply_err(req, fs->Errno(reader.status(), "cannot open " + n->id));
-  auto h = std::make_unique<FileHandle>();
+  auto h = std::make_shared<FileHandle>();
   h->reader = std::move(*reader);
   fi->fh = fs->files.Add(std::move(h));
   // The inode stands for one immutable object: what the kernel cached from
@@ -423,55 +431,68 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (fuse_reply_open(req, fi) != 0) fs->files.Remove(fi->fh);
 }
 
-// Fills buf with the bytes at offset through the handle's reader, under
-// its lock.
-Status ReadLocked(FileHandle* h, uint64_t offset, size_t size, char* buf, size_t* got) {
-  std::lock_guard<std::mutex> l(h->mu);
-  chunkstore::Reader& r = *h->reader;
-  Status failed;
-  const bool sequential = offset + kSequentialWindow >= h->prev_end && offset <= h->prev_end + kSequentialWindow;
-  if (sequential && offset < r.size()) {
-    // Read verifies the chunks ahead on other threads.
-    if (r.Tell() != offset) failed = r.Seek(offset);
-    while (failed.ok() && *got < size) {
-      auto n = r.Read(buf + *got, size - *got);
-      if (!n.ok()) failed = n.status();
-      else if (*n == 0) break;
-      else *got += *n;
+// Answers a read from the handle's reader (its lock held), or returns
+// the error, having answered nothing. A read within one chunk is answered
+// straight from the reader's verified chunk, without a copy.
+Status Answer(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
+  chunkstore::Reader& r = *h.reader;
+  if (offset >= r.size() || size == 0) {
+    fuse_reply_buf(req, nullptr, 0);
+    return Status::OK();
+  }
+  thread_local std::vector<char> buf;
+  if (buf.size() < size) buf.resize(size);
+  size_t got = 0;
+  const bool sequential = offset + kSequentialWindow >= h.prev_end && offset <= h.prev_end + kSequentialWindow;
+  // After a failure the next read starts afresh.
+  h.prev_end = UINT64_MAX / 2;
+  if (sequential) {
+    // Read and ReadView verify the chunks ahead on other threads.
+    if (r.Tell() != offset) CHUNKSTORE_RETURN_IF_ERROR(r.Seek(offset));
+    auto view = r.ReadView(size);
+    if (!view.ok()) return view.status();
+    if (view->size == size || offset + view->size == r.size()) {
+      h.prev_end = offset + view->size;
+      fuse_reply_buf(req, reinterpret_cast<const char*>(view->data), view->size);
+      return Status::OK();
+    }
+    std::memcpy(buf.data(), view->data, view->size);
+    got = view->size;
+    while (got < size) {
+      auto n = r.Read(buf.data() + got, size - got);
+      if (!n.ok()) return n.status();
+      if (*n == 0) break;
+      got += *n;
     }
   } else {
-    while (*got < size) {
-      auto n = r.ReadAt(offset + *got, buf + *got, size - *got);
-      if (!n.ok()) {
-        failed = n.status();
-        break;
-      }
+    while (got < size) {
+      auto n = r.ReadAt(offset + got, buf.data() + got, size - got);
+      if (!n.ok()) return n.status();
       if (*n == 0) break;
-      *got += *n;
+      got += *n;
     }
   }
-  // After a failure the next read starts afresh.
-  h->prev_end = failed.ok() ? offset + *got : UINT64_MAX / 2;
-  return failed;
+  h.prev_end = offset + got;
+  fuse_reply_buf(req, buf.data(), got);
+  return Status::OK();
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   MountFs::Impl* fs = FsOf(req);
-  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
-  thread_local std::vector<char> buf;
-  if (buf.size() < size) buf.resize(size);
+  auto h = fs->files.Get(fi->fh);
+  if (!h) return (void)fuse_reply_err(req, EBADF);
   const uint64_t offset = static_cast<uint64_t>(off);
-  size_t got = 0;
-  Status failed = ReadLocked(h, offset, size, buf.data(), &got);
-  // The reply comes after the handle's lock is let go: once the kernel has
-  // its last reply it may release the handle, on another thread.
+  Status failed;
+  {
+    std::lock_guard<std::mutex> l(h->mu);
+    failed = Answer(req, *h, offset, size);
+  }
   if (!failed.ok()) {
     // Nothing unverified is handed out: the whole request fails.
     auto n = fs->nodes.Get(ino);
     const std::string what = n ? n->id : "inode " + std::to_string(ino);
-    return (void)fuse_reply_err(req, fs->Errno(failed, "read of " + what + " at offset " + std::to_string(offset) + " failed"));
+    fuse_reply_err(req, fs->Errno(failed, "read of " + what + " at offset " + std::to_string(offset) + " failed"));
   }
-  fuse_reply_buf(req, buf.data(), got);
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
@@ -487,7 +508,7 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (n->kind == Kind::kFile || n->kind == Kind::kSymlink) return (void)fuse_reply_err(req, ENOTDIR);
   auto items = fs->List(*n, ino == FUSE_ROOT_ID);
   if (!items.ok()) return (void)fuse_reply_err(req, fs->Errno(items.status(), "cannot list a directory"));
-  auto h = std::make_unique<DirHandle>();
+  auto h = std::make_shared<DirHandle>();
   h->items = std::move(*items);
   fi->fh = fs->dirs.Add(std::move(h));
   // A tree's listing is fixed by its id; a name directory's is not.
@@ -497,7 +518,8 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
-  auto* h = reinterpret_cast<DirHandle*>(fi->fh);
+  auto h = FsOf(req)->dirs.Get(fi->fh);
+  if (!h) return (void)fuse_reply_err(req, EBADF);
   std::vector<char> buf(size);
   size_t used = 0;
   for (size_t i = static_cast<size_t>(off); i < h->items.size(); ++i) {
@@ -529,8 +551,16 @@ void OpStatfs(fuse_req_t req, fuse_ino_t) {
   fuse_reply_statfs(req, &sv);
 }
 
+void OpInit(void*, fuse_conn_info* conn) {
+  // The kernel then sends a file's read-ahead in order, one request at a
+  // time; the reader verifies ahead of it on its own threads, and requests
+  // out of order would make it seek and drop that work.
+  conn->want &= ~FUSE_CAP_ASYNC_READ;
+}
+
 const fuse_lowlevel_ops kOps = [] {
   fuse_lowlevel_ops o{};
+  o.init = OpInit;
   o.lookup = OpLookup;
   o.forget = OpForget;
   o.forget_multi = OpForgetMulti;
