@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -120,7 +121,10 @@ struct MountFs::Impl {
   uid_t uid = ::getuid();
   gid_t gid = ::getgid();
 
-  NodeTable nodes;
+  // Name directories have no time of their own: they show the mount's.
+  const int64_t started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+  NodeTable nodes{started_ns};
   NameCatalog catalog;
 
   HandleTable<FileHandle> files;
@@ -246,6 +250,7 @@ struct MountFs::Impl {
       Node n;
       n.kind = dir.kind;
       n.prefix = below;
+      n.mtime_ns = started_ns;
       n.mode = 0555;
       return n;
     }

@@ -5,12 +5,13 @@
 
 namespace cli {
 
-NodeTable::NodeTable() {
-  auto add = [this](fuse_ino_t ino, NodeKind kind) {
+NodeTable::NodeTable(int64_t mtime_ns) {
+  auto add = [this, mtime_ns](fuse_ino_t ino, NodeKind kind) {
     auto n = std::make_shared<Node>();
     n->kind = kind;
     n->mode = 0555;
     n->fixed = ino;
+    n->mtime_ns = mtime_ns;
     nodes_[ino].node = std::move(n);
   };
   add(FUSE_ROOT_ID, NodeKind::kNameDir);

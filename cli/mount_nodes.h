@@ -34,11 +34,12 @@ struct Node {
 };
 
 // Inodes 1 (the root, a name directory), 2 (.versions) and 3 (.objects)
-// exist from the start; others come from Intern. Thread safe.
+// exist from the start, with mtime_ns as their mtime; others come from
+// Intern. Thread safe.
 class NodeTable {
  public:
   static constexpr fuse_ino_t kVersions = 2, kObjects = 3;
-  NodeTable();
+  explicit NodeTable(int64_t mtime_ns);
   std::shared_ptr<const Node> Get(fuse_ino_t ino);
   // The inode of n, found at name in parent, counted as one lookup.
   // Identical nodes at the same place share an inode.

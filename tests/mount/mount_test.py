@@ -171,6 +171,9 @@ def main():
         check(sorted(os.listdir(mnt)) == [".objects", ".versions", "clash", "damage", "doc", "models", "notes", "site"],
               f"root listing: {sorted(os.listdir(mnt))}")
         check(os.listdir(os.path.join(mnt, "models")) == ["big"], "a name with a slash is a directory level")
+        st = os.stat(os.path.join(mnt, "models"))
+        check(stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o555 and abs(st.st_mtime - time.time()) < 600,
+              f"a name directory is 0555 with the mount's time: {oct(st.st_mode)} {st.st_mtime}")
         check(not os.path.exists(os.path.join(mnt, "dots")) and not os.path.exists(os.path.join(mnt, "odd")),
               "names with empty or '..' components are not paths")
         log = "".join(m.log)
