@@ -40,9 +40,9 @@ namespace {
 // Objects and trees never change under an id: the kernel may keep what it
 // learned about them for a day.
 constexpr double kImmutableTimeout = 86400;
-// Sequential reads come from the kernel's read-ahead, which may hand a few
-// requests to different threads out of order; within this distance of
-// where the last read ended a read still counts as sequential.
+// Reads of one handle may arrive a little out of order (threads sharing a
+// descriptor, page faults of a mapping); within this distance of where
+// the last read ended a read still counts as sequential.
 constexpr uint64_t kSequentialWindow = 1 << 20;
 // Bounds on what is kept of objects and trees (dropped whole when full).
 constexpr size_t kFactsLimit = 1 << 16;
