@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -53,6 +55,8 @@ using Kind = NodeKind;
 // An open file: its reader, and where the last read ended.
 struct FileHandle {
   std::mutex mu;
+  std::condition_variable moved;  // prev_end changed
+  std::atomic<int> reads{0};       // requests for this handle being answered
   std::unique_ptr<chunkstore::Reader> reader;
   uint64_t prev_end = 0;
 };
@@ -489,9 +493,18 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
   const uint64_t offset = static_cast<uint64_t>(off);
   Status failed;
   {
-    std::lock_guard<std::mutex> l(h->mu);
+    h->reads.fetch_add(1);
+    std::unique_lock<std::mutex> l(h->mu);
+    // The kernel's read-ahead sends several requests at once, and they may
+    // reach their threads out of order: one just ahead of the cursor, with
+    // others under way, waits (briefly) for those before it, so that the
+    // cursor need not seek back and drop what it verified ahead.
+    if (offset > h->prev_end && offset <= h->prev_end + kSequentialWindow && h->reads.load() > 1)
+      h->moved.wait_for(l, std::chrono::milliseconds(2), [&] { return h->prev_end >= offset; });
     failed = Answer(req, *h, offset, size);
+    h->reads.fetch_sub(1);
   }
+  h->moved.notify_all();
   if (!failed.ok()) {
     // Nothing unverified is handed out: the whole request fails.
     auto n = fs->nodes.Get(ino);
@@ -556,16 +569,8 @@ void OpStatfs(fuse_req_t req, fuse_ino_t) {
   fuse_reply_statfs(req, &sv);
 }
 
-void OpInit(void*, fuse_conn_info* conn) {
-  // The kernel then sends a file's read-ahead in order, one request at a
-  // time; the reader verifies ahead of it on its own threads, and requests
-  // out of order would make it seek and drop that work.
-  conn->want &= ~FUSE_CAP_ASYNC_READ;
-}
-
 const fuse_lowlevel_ops kOps = [] {
   fuse_lowlevel_ops o{};
-  o.init = OpInit;
   o.lookup = OpLookup;
   o.forget = OpForget;
   o.forget_multi = OpForgetMulti;

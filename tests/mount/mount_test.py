@@ -205,6 +205,28 @@ def main():
             for cut in cuts[1:]:
                 check(os.pread(fd, 10000, cut - 5000) == big[cut - 5000:cut + 5000], f"a read across the cut at {cut}")
             check(os.pread(fd, 100, len(big) + 10) == b"", "a read past the end is empty")
+            # Threads sharing the descriptor: reads of one handle at once,
+            # sequential runs and random ones interleaved.
+            errors = []
+
+            def reader(seed):
+                local = random.Random(seed)
+                pos = local.randrange(len(big))
+                for _ in range(60):
+                    if local.random() < 0.5:
+                        pos = local.randrange(len(big))
+                    n = local.randrange(1, 300000)
+                    if os.pread(fd, n, pos) != big[pos:pos + n]:
+                        errors.append((seed, pos, n))
+                    pos = min(len(big) - 1, pos + n)
+
+            threads = [threading.Thread(target=reader, args=(s,)) for s in range(6)]
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            check(not errors, f"concurrent reads of one descriptor: {errors[:3]}")
             with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
                 check(mm[:4096] == big[:4096] and mm[len(big) - 4096:] == big[-4096:] and mm[3000000:3100000] ==
                       big[3000000:3100000], "mmap gives the same bytes")
