@@ -40,6 +40,12 @@ struct ServeArgs {
   size_t cache_mib = 512;  // verified chunks kept for repeated reads
 };
 
+struct MountArgs {
+  std::string mountpoint;
+  double refresh_seconds = 5;
+  bool debug = false;
+};
+
 struct RestoreArgs {
   std::string ref, dest;
   bool delete_extra = false;
@@ -58,6 +64,7 @@ int CmdLs(const Globals& g, const std::string& prefix, bool all, bool recursive)
 int CmdRestore(const Globals& g, const RestoreArgs& a);
 int CmdDiff(const Globals& g, const std::string& from, const std::string& to);
 int CmdServe(const Globals& g, const ServeArgs& a);
+int CmdMount(const Globals& g, const MountArgs& a);
 int CmdCopy(const Globals& g, const std::string& from, const std::string& to, const std::vector<std::string>& refs);
 // A tree's entries (recursive: everything below it), for ls of a tree.
 int ListTree(const Globals& g, chunkstore::Store& store, const std::string& ref, bool recursive);

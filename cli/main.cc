@@ -147,6 +147,15 @@ int main(int argc, char** argv) {
   serve->add_option("--threads", serve_args.threads, "Worker threads (default twice the cores, at least 4)")
       ->option_text("N");
 
+  MountArgs mount_args;
+  auto* mount = app.add_subcommand("mount", "Mount the store as a read-only file system (FUSE)");
+  mount->footer("\nExamples:\n  chunkstore mount /mnt/store\n  chunkstore --store s3://bucket/models mount /mnt/models --refresh 30\n"
+                "  cat /mnt/store/weights/llama > /dev/null\n  fusermount3 -u /mnt/store\n");
+  mount->add_option("mountpoint", mount_args.mountpoint, "An existing directory")->required()->option_text("DIR");
+  mount->add_option("--refresh", mount_args.refresh_seconds, "New names show within S seconds (default 5)")
+      ->option_text("S");
+  mount->add_flag("--debug", mount_args.debug, "Trace every FUSE request on stderr");
+
   auto* stat = app.add_subcommand("stat", "Show an object's size, chunks, storage and names");
   stat->footer("\nExamples:\n  chunkstore stat weights/llama\n  chunkstore --json stat sha256:2f7c1b9e\n");
   stat->add_option("ref", ref, "Object")->required()->option_text("REF");
@@ -282,6 +291,7 @@ int main(int argc, char** argv) {
     if (*diff) return CmdDiff(g, from, to);
     if (*copy) return CmdCopy(g, copy_from, copy_to, copy_refs);
     if (*serve) return CmdServe(g, serve_args);
+    if (*mount) return CmdMount(g, mount_args);
     if (*log) return CmdLog(g, name);
     if (*tag) return CmdTag(g, ref, name);
     if (*rm) return CmdRm(g, names, object);

@@ -6,10 +6,10 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev libcurl4-openssl-dev nlohmann-json3-dev libzstd-dev libdeflate-dev libexpat1-dev libmicrohttpd-dev
+  libssl-dev libsqlite3-dev zlib1g-dev libxxhash-dev libcli11-dev libcurl4-openssl-dev nlohmann-json3-dev libzstd-dev libdeflate-dev libexpat1-dev libmicrohttpd-dev libfuse3-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3
   pybind11-dev python3-dev python3-pytest python3-numpy
-  openssl util-linux zsh groff-base curl
+  openssl util-linux zsh groff-base curl fuse3
 )
 # Optional extras for sanitizer/fuzz builds and measurement scripts.
 if [ "${CHUNKSTORE_EXTRA_PACKAGES:-0}" = 1 ]; then

@@ -13,7 +13,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # Every command has its page, and every page renders cleanly.
-for cmd in init publish cat stat ls log tag rm gc verify stats chunks index index-rebuild repair repair-quarantine; do
+for cmd in init publish cat mount stat ls log tag rm gc verify stats chunks index index-rebuild repair repair-quarantine; do
   page=$gen/man/chunkstore-$cmd.1
   [ -f "$page" ] || fail "no man page for $cmd"
 done

@@ -5,7 +5,9 @@ order, against a fresh store, so the README cannot promise what the command
 does not do. The inputs the examples name (model.bin, data.csv, a dataset
 directory, a disk image published as vm/disk, big.iso) are made first; the
 id prefix the examples use stands for model.bin's id. Each command must exit
-0, and the publish output must look as the README shows it.
+0, and the publish output must look as the README shows it. A server
+(`... &`) must answer and a mount (`chunkstore mount DIR &`, which needs
+FUSE) must show the names; both are stopped at the end.
 Usage: readme_examples.py CHUNKSTORE README.md"""
 import os
 import random
@@ -53,11 +55,29 @@ def main(exe, readme):
     model_id = re.search(r'"id":"sha256:([0-9a-f]{64})"', model_id).group(1)
     failures = 0
     background = []
+    mounts = []
     port = None  # the server's, once one is started: later examples speak to it
     for ex in examples:
         command = re.sub(r"\s+# .*$", "", ex).replace("5f1c0a2b", model_id[:8])
         if port is not None:
             command = command.replace(":8080", f":{port}")
+        if command.endswith("&") and command.startswith("chunkstore mount "):
+            # A mount: on an empty directory, checked to show the names,
+            # unmounted at the end.
+            mnt = os.path.join(work, command.split()[2])
+            os.makedirs(mnt, exist_ok=True)
+            proc = subprocess.Popen(["bash", "-c", "exec " + command[:-1]], cwd=work, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            background.append(proc)
+            mounts.append(mnt)
+            for _ in range(100):
+                if os.path.ismount(mnt):
+                    break
+                time.sleep(0.1)
+            ok = os.path.ismount(mnt) and "data" in os.listdir(mnt)
+            print(f"{'ok  ' if ok else 'FAIL'} {command}")
+            failures += not ok
+            continue
         if command.endswith("&"):
             # A server: started on a free port, checked to answer, stopped at the end.
             with socket.socket() as probe:
@@ -89,6 +109,8 @@ def main(exe, readme):
                 line.startswith("sha256:") and line.endswith("  model.bin") for line in shown_output)
         print(f"{'ok  ' if ok else 'FAIL'} {command}" + ("" if ok else f"\n     exit {p.returncode}: {p.stderr.strip()}"))
         failures += not ok
+    for mnt in mounts:
+        subprocess.run(["fusermount3", "-u", mnt])
     for proc in background:
         proc.terminate()
         proc.wait(timeout=10)

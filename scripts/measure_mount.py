@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The measuring half of scripts/measure-mount.sh: reading an object
+through `chunkstore mount` against `chunkstore cat` of the same object.
+One mount serves every round; rounds alternate which goes first.
+
+- seq: `cat MOUNT/bench/big > /dev/null` against `chunkstore cat
+  bench/big > /dev/null`, each a fresh process, the store's pack files
+  warm in the page cache for both. Before each mount read the mounted
+  file's own page cache is dropped (POSIX_FADV_DONTNEED on it), so every
+  byte comes through FUSE and the verified reader. The figure per round
+  is cat's time over the mount's (1: as fast as cat; the target is 0.7).
+- random-4k: 4 KiB reads at random aligned offsets within the first 32
+  MiB (POSIX_FADV_RANDOM: no kernel read-ahead). A first pass fills the
+  store's chunk cache; the file's page cache is dropped, and the timed
+  pass's reads each go to the daemon (fuse p50), then the same reads
+  again come from the page cache (page-cache p50).
+Figures are medians with min-max over the rounds. Writes
+docs/measurements/mount-DATE.json."""
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+
+from compare_peers import make_payload, stats, write_measurement
+
+
+def wait_mounted(path, proc):
+    deadline = time.time() + 30
+    while not os.path.ismount(path):
+        if proc.poll() is not None or time.time() > deadline:
+            sys.exit(f"measure_mount: the mount did not come up: {proc.stderr.read().decode(errors='replace')}")
+        time.sleep(0.05)
+
+
+def drop_file_cache(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def timed(cmd):
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def random_reads(path, offsets):
+    """(fuse p50 us, page-cache p50 us) for 4 KiB reads at offsets."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for off in offsets:  # warms the store's chunk cache
+            os.pread(fd, 4096, off)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        passes = []
+        for _ in range(2):
+            lat = []
+            for off in offsets:
+                t = time.perf_counter_ns()
+                os.pread(fd, 4096, off)
+                lat.append((time.perf_counter_ns() - t) / 1000)
+            lat.sort()
+            passes.append(lat[len(lat) // 2])
+        return passes[0], passes[1]
+    finally:
+        os.close(fd)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--reads", type=int, default=4000)
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args()
+    exe = os.path.abspath(args.exe)
+    big = make_payload(args.work, args.size_mib, f"mount-{args.size_mib}")
+    store = os.path.join(args.work, "store")
+    mnt = os.path.join(args.work, "mnt")
+    os.makedirs(mnt)
+    subprocess.run([exe, "--store", store, "-q", "init"], check=True)
+    subprocess.run([exe, "--store", store, "-q", "publish", big, "--name", "bench/big"], check=True)
+    os.unlink(big)
+    mount = subprocess.Popen([exe, "--store", store, "-q", "mount", mnt], stderr=subprocess.PIPE)
+    path = os.path.join(mnt, "bench", "big")
+    seq, fuse_p50, cache_p50, mount_ms, cat_ms = [], [], [], [], []
+    try:
+        wait_mounted(mnt, mount)
+        subprocess.run(["cat", path], check=True, stdout=subprocess.DEVNULL)  # the packs into the page cache
+        rng = random.Random(11)
+        for rnd in range(args.rounds):
+            def via_mount():
+                drop_file_cache(path)
+                return timed(["cat", path])
+
+            def via_cat():
+                return timed([exe, "--store", store, "cat", "bench/big"])
+
+            if rnd % 2 == 0:
+                m, c = via_mount(), via_cat()
+            else:
+                c, m = via_cat(), via_mount()
+            mount_ms.append(m * 1e3)
+            cat_ms.append(c * 1e3)
+            seq.append(c / m)
+            span = min(32 << 20, args.size_mib << 20) // 4096
+            offsets = [rng.randrange(span) * 4096 for _ in range(args.reads)]
+            f, p = random_reads(path, offsets)
+            fuse_p50.append(f)
+            cache_p50.append(p)
+            print(f"round {rnd + 1}: mount {m * 1e3:.0f} ms, cat {c * 1e3:.0f} ms ({c / m:.2f}x); "
+                  f"4 KiB p50 through FUSE {f:.1f} us, from the page cache {p:.1f} us", flush=True)
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], check=False)
+        mount.wait(timeout=60)
+    out = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": args.commit, "rounds": args.rounds,
+           "size_mib": args.size_mib, "nproc": os.cpu_count(),
+           "version": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
+           "seq_mount_ms": stats(mount_ms), "seq_cat_ms": stats(cat_ms), "seq_x_cat": stats(seq),
+           "random_4k_fuse_p50_us": stats(fuse_p50), "random_4k_page_cache_p50_us": stats(cache_p50),
+           "mount_exit": mount.returncode}
+    s, f, p = out["seq_x_cat"], out["random_4k_fuse_p50_us"], out["random_4k_page_cache_p50_us"]
+    print(f"{args.size_mib} MiB, {args.rounds} rounds: sequential {s['median']:.2f}x cat ({s['min']:.2f}-{s['max']:.2f}); "
+          f"4 KiB random p50 {f['median']:.1f} us through FUSE ({f['min']:.1f}-{f['max']:.1f}), "
+          f"{p['median']:.1f} us from the page cache ({p['min']:.1f}-{p['max']:.1f})")
+    if not args.no_write:
+        print("wrote", write_measurement("mount", out))
+
+
+if __name__ == "__main__":
+    main()
