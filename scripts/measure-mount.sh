@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Times reads through `chunkstore mount` against `chunkstore cat` of the
 # same object (scripts/measure_mount.py says what runs and how) and writes
-# docs/measurements/mount-DATE.json. Needs FUSE (/dev/fuse, fusermount3).
+# docs/measurements/mount-DATE.json, then regenerates docs/performance.md.
+# Needs FUSE (/dev/fuse, fusermount3).
 #
 # Usage: scripts/measure-mount.sh [--rounds N] [--size-mib N]
 #   Defaults: 5 rounds over 1 GiB of pseudo-random input.
@@ -14,3 +15,4 @@ work=$(mktemp -d "${TMPDIR:-/var/tmp}/chunkstore-mount.XXXXXX")
 trap 'fusermount3 -u "$work/mnt" 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 scripts/measure_mount.py --exe build-release/cli/chunkstore --work "$work" \
   --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- libstore cli || echo +)" "$@"
+python3 scripts/report.py

@@ -15,6 +15,7 @@ from report_real import chunking_section, codecs_section, real_section  # noqa: 
 from report_trees import trees_section  # noqa: E402
 from report_serve import serve_section  # noqa: E402
 from report_python import python_section  # noqa: E402
+from report_mount import mount_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEAS = os.path.join(ROOT, "docs", "measurements")
@@ -563,6 +564,8 @@ def main():
     serve = load(serve_path)
     python_path = newest("python-*.json")
     python = load(python_path)
+    mount_path = newest("mount-*.json")
+    mount = load(mount_path)
     s3 = load(s3_path)
     cli_path = newest("cli-*.json")
     cli = load(cli_path)
@@ -648,6 +651,10 @@ ratio ranges use the samples' min–max.{clock_words(small, large)}
 ## Python
 
 {python_section(python, rel(python_path) if python_path else "")}
+
+## Mount
+
+{mount_section(mount, rel(mount_path) if mount_path else "")}
 
 ## Compared with restic, borg and casync
 
