@@ -120,7 +120,10 @@ int CmdMount(const Globals& g, const MountArgs& a) {
   if (a.debug) fuse_opt_add_arg(&args, "-odebug");
   // ro: the kernel refuses every write with EROFS before asking us.
   // default_permissions: the kernel checks the modes trees record.
-  fuse_opt_add_arg(&args, "-oro,default_permissions,fsname=chunkstore,subtype=chunkstore");
+  // nosuid, nodev: a tree's setuid bits and device-like names are data
+  // from the store, never privileges (fusermount3 adds them for users;
+  // root mounts directly).
+  fuse_opt_add_arg(&args, "-oro,nosuid,nodev,default_permissions,fsname=chunkstore,subtype=chunkstore");
   Session session;
   session.se = fuse_session_new(&args, MountFs::Ops(), sizeof(fuse_lowlevel_ops), fs.UserData());
   fuse_opt_free_args(&args);

@@ -308,9 +308,30 @@ struct MountFs::Impl {
           n.target = it->target;
           return n;
         }
-        if (it->type == chunkstore::EntryType::kDirectory) return ObjectNode(it->id, 0, 0, true);
+        if (it->type == chunkstore::EntryType::kDirectory) {
+          auto sub = ObjectNode(it->id, 0, 0, true);
+          // Not an absence the kernel may remember: the tree is damaged.
+          if (!sub.ok() && sub.status().IsNotFound())
+            return Status::Corruption("the tree " + dir.id + " names " + it->id + " for " + name +
+                                      ", which the store does not have");
+          return sub;
+        }
         n.kind = Kind::kFile;
         n.id = it->id;
+        // The size is the object's: a tree that says otherwise is damaged,
+        // and a size taken from it would cut reads short (or pad them)
+        // with no error.
+        auto f = Facts(it->id);
+        if (!f.ok()) {
+          if (f.status().IsNotFound())
+            return Status::Corruption("the tree " + dir.id + " names " + it->id + " for " + name +
+                                      ", which the store does not have");
+          return f.status();
+        }
+        if (f->tree || f->size != it->size)
+          return Status::Corruption("the tree " + dir.id + " says " + name + " is " + std::to_string(it->size) +
+                                    " bytes of " + it->id + ", which is " +
+                                    (f->tree ? std::string("a tree") : std::to_string(f->size) + " bytes"));
         n.size = it->size;
         return n;
       }
@@ -395,7 +416,8 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   e.ino = fs->nodes.Intern(parent, name, *n);
   e.attr = fs->Attr(e.ino, *n);
   e.attr_timeout = e.entry_timeout = fs->Timeout(*n);
-  fuse_reply_entry(req, &e);
+  // The kernel counts only a lookup it was told of.
+  if (fuse_reply_entry(req, &e) != 0) fs->nodes.Forget(e.ino, 1);
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -452,12 +474,24 @@ Status Answer(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
   size_t got = 0;
-  const bool sequential = offset + kSequentialWindow >= h.prev_end && offset <= h.prev_end + kSequentialWindow;
+  // In order: at the cursor, a little ahead of it (a request that overtook
+  // the ones before it), or back at the start. The cursor never seeks
+  // forward: it reads the gap, so that a read from the start to the end
+  // keeps proving the object's id (the reader stops proving on a seek).
+  // Anything else, behind the cursor or far ahead, is read at random,
+  // which leaves the cursor and its proof alone.
+  const uint64_t at = r.Tell();
+  const bool sequential = offset == 0 || (offset >= at && offset <= at + kSequentialWindow);
   // After a failure the next read starts afresh.
   h.prev_end = UINT64_MAX / 2;
   if (sequential) {
     // Read and ReadView verify the chunks ahead on other threads.
-    if (r.Tell() != offset) CHUNKSTORE_RETURN_IF_ERROR(r.Seek(offset));
+    if (offset == 0 && at != 0) CHUNKSTORE_RETURN_IF_ERROR(r.Seek(0));
+    while (r.Tell() < offset) {
+      auto skipped = r.ReadView(static_cast<size_t>(offset - r.Tell()));
+      if (!skipped.ok()) return skipped.status();
+      if (skipped->size == 0) break;
+    }
     auto view = r.ReadView(size);
     if (!view.ok()) return view.status();
     if (view->size == size || offset + view->size == r.size()) {
@@ -509,6 +543,9 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
     // Nothing unverified is handed out: the whole request fails.
     auto n = fs->nodes.Get(ino);
     const std::string what = n ? n->id : "inode " + std::to_string(ino);
+    // A chunk gone from under an open file is damage to this read, not a
+    // missing file.
+    if (failed.IsNotFound()) failed = Status::Corruption(failed.message());
     fuse_reply_err(req, fs->Errno(failed, "read of " + what + " at offset " + std::to_string(offset) + " failed"));
   }
 }

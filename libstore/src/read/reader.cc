@@ -439,6 +439,19 @@ class ObjectReader final : public Reader {
     return Status::OK();
   }
 
+  // Makes chunk i the random reads' own, verified by its own SHA-256:
+  // ReadAt never moves the cursor's chunk, its read-ahead or its proof, so
+  // random reads between sequential ones (another thread's, a page fault
+  // elsewhere) take nothing from a read in order.
+  Status EnterRandom(size_t i) {
+    if (i == rand_index_) return Status::OK();
+    Result<Bytes> b = Fetch(i);
+    if (!b.ok()) return b.status();
+    rand_ = std::move(*b);
+    rand_index_ = i;
+    return Status::OK();
+  }
+
   Result<size_t> Copy(uint64_t offset, void* buf, size_t n, bool sequential) {
     if (offset >= size_ || n == 0) return size_t{0};
     n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
@@ -447,13 +460,14 @@ class ObjectReader final : public Reader {
     while (done < n) {
       const uint64_t at = offset + done;
       const size_t i = ChunkAt(at);
-      Status entered = Enter(i, sequential);
+      Status entered = sequential ? Enter(i, true) : EnterRandom(i);
       // Bytes already verified are handed out; the failure comes back on
       // the next call, which starts at the damaged chunk.
       if (!entered.ok()) return done > 0 ? Result<size_t>(done) : Result<size_t>(entered);
+      const Bytes& chunk = sequential ? cur_ : rand_;
       const size_t within = static_cast<size_t>(at - starts_[i]);
-      const size_t take = std::min(n - done, cur_->size() - within);
-      std::memcpy(out + done, cur_->data() + within, take);
+      const size_t take = std::min(n - done, chunk->size() - within);
+      std::memcpy(out + done, chunk->data() + within, take);
       done += take;
     }
     return n;
@@ -472,6 +486,8 @@ class ObjectReader final : public Reader {
   uint64_t pos_ = 0;
   Bytes cur_;
   size_t cur_index_ = SIZE_MAX;
+  Bytes rand_;  // the chunk of the last ReadAt (EnterRandom)
+  size_t rand_index_ = SIZE_MAX;
   // A whole read from the start, in order: the object's id is being
   // proven (chained_: by its chain states, else by whole_).
   bool proving_ = false;
