@@ -24,6 +24,14 @@ std::string NameCatalog::Unusable(const std::string& name) {
     if (part == "." || part == "..") return "it has a '" + part + "' component";
     if (part.size() > NAME_MAX) return "a component is longer than " + std::to_string(NAME_MAX) + " bytes";
     if (first && (part == ".versions" || part == ".objects")) return "'" + part + "' is the mount's own directory";
+    // NAME@N is a version's path in .versions/: a directory level spelled
+    // so ('a@1' of 'a@1/x') would stand where version 1 of 'a' does.
+    if (slash != std::string::npos) {
+      const size_t at = part.rfind('@');
+      if (at != std::string::npos && at + 1 < part.size() &&
+          part.find_first_not_of("0123456789", at + 1) == std::string::npos)
+        return "a directory level ends in '@' and digits, as a version in .versions/ does";
+    }
     if (slash == std::string::npos) return "";
     start = slash + 1;
   }

@@ -145,6 +145,7 @@ def main():
     publish("clash/inner", b"inside\n")
     publish("odd//name", b"never a path\n")
     publish("dots/../escape", b"never a path\n")
+    publish("clash@1/x", b"would stand where clash's first version is\n")
     victim = rng.randbytes(3 << 20)
     victim_path = publish("damage/victim", victim)
     other = rng.randbytes(2 << 20)
@@ -177,7 +178,9 @@ def main():
         check(not os.path.exists(os.path.join(mnt, "dots")) and not os.path.exists(os.path.join(mnt, "odd")),
               "names with empty or '..' components are not paths")
         log = "".join(m.log)
-        check("odd//name" in log and "dots/../escape" in log, f"skipped names are noted on stderr: {log!r}")
+        check("odd//name" in log and "dots/../escape" in log and "clash@1/x" in log,
+              f"skipped names are noted on stderr: {log!r}")
+        check(not os.path.exists(os.path.join(mnt, "clash@1")), "a directory level spelled like a version is not shown")
         # A name that is a prefix of others: the directory wins.
         check(os.path.isdir(os.path.join(mnt, "clash")) and read(os.path.join(mnt, "clash/inner")) == b"inside\n",
               "a name that is also a prefix is a directory")
