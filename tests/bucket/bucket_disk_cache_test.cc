@@ -196,7 +196,8 @@ TEST(DiskChunkCache, EvictsTheLeastRecentlyReadAndChecksLengths) {
   // Files the cache did not write are never its to remove.
   std::ofstream(dir / "notes.txt") << std::string(5000, 'n');
   std::ofstream(dir / "ab" / "readme") << std::string(5000, 'r');
-  internal::DiskChunkCache cache(dir.string(), 3000);
+  // Room for three chunks and a half: a fourth evicts exactly one.
+  internal::DiskChunkCache cache(dir.string(), 3500);
   std::vector<internal::Digest> ids;
   std::vector<uint8_t> bytes(1000, 7);
   for (int i = 0; i < 3; ++i) {
@@ -205,10 +206,14 @@ TEST(DiskChunkCache, EvictsTheLeastRecentlyReadAndChecksLengths) {
   }
   internal::Buffer out;
   EXPECT_FALSE(cache.Get(ids[0], 999, &out));
-  // Read 0 and 2 later than 1, whose mtime is then the oldest.
-  struct timespec old[2] = {{1000, 0}, {1000, 0}};
-  const std::string hex1 = ids[1].Hex();
-  ASSERT_EQ(::utimensat(AT_FDCWD, (dir / hex1.substr(0, 2) / hex1).c_str(), old, 0), 0);
+  // 1 is the most recent of the three, until 0 and 2 are read: reading
+  // makes them recent, so 1 is the one to go.
+  for (int i = 0; i < 3; ++i) {
+    const std::string hex = ids[i].Hex();
+    const struct timespec when[2] = {{1000 + 100 * i + (i == 1 ? 5000 : 0), 0},
+                                     {1000 + 100 * i + (i == 1 ? 5000 : 0), 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, (dir / hex.substr(0, 2) / hex).c_str(), when, 0), 0);
+  }
   ASSERT_TRUE(cache.Get(ids[0], 1000, &out));
   ASSERT_TRUE(cache.Get(ids[2], 1000, &out));
   const int four = 4;
@@ -217,7 +222,8 @@ TEST(DiskChunkCache, EvictsTheLeastRecentlyReadAndChecksLengths) {
   EXPECT_FALSE(cache.Get(ids[1], 1000, &out));
   EXPECT_TRUE(cache.Get(id4, 1000, &out));
   EXPECT_TRUE(fs::exists(dir / "notes.txt") && fs::exists(dir / "ab" / "readme"));
-  EXPECT_LE(CachedBytes(dir) - 10000, 3000u);
+  EXPECT_TRUE(cache.Get(ids[0], 1000, &out) && cache.Get(ids[2], 1000, &out));
+  EXPECT_EQ(CachedBytes(dir) - 10000, 3000u);
   // Something other than a file at a chunk's path (a FIFO) is a miss, at once.
   const int five = 5;
   const internal::Digest id5 = internal::Sha256::Of(&five, sizeof five);
