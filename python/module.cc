@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <exception>
 #include <string>
 #include <utility>
@@ -360,13 +361,13 @@ py::dict PublishFileObject(PyStore& ps, const py::object& f, const std::string& 
       return Status::IOError("reading the file object failed");
     }
   };
-  Result<PublishResult> r = Status::OK();
+  std::optional<Result<PublishResult>> r;
   {
     py::gil_scoped_release nogil;
-    r = s->PublishPull(pull, name);
+    r.emplace(s->PublishPull(pull, name));
   }
   if (failed) std::rethrow_exception(failed);
-  return PublishDict(Take(std::move(r)));
+  return PublishDict(Take(std::move(*r)));
 }
 
 py::dict PublishTree(PyStore& ps, const std::string& dir, const std::string& name, bool force_hash) {
