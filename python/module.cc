@@ -280,14 +280,17 @@ std::unique_ptr<PyStore> OpenStore(const std::string& location, bool create, con
   return std::make_unique<PyStore>(std::move(s));
 }
 
-py::dict PublishFile(PyStore& ps, const std::string& path, const std::string& name) {
+// Runs fn on the store without the GIL; what it returns is a plain C++
+// value, turned into Python objects by the caller with the GIL held.
+template <class Fn>
+auto NoGil(PyStore& ps, Fn fn) {
   auto s = ps.Get();
-  PublishResult r;
-  {
-    py::gil_scoped_release nogil;
-    r = Take(s->PublishFile(path, name));
-  }
-  return PublishDict(r);
+  py::gil_scoped_release nogil;
+  return fn(*s);
+}
+
+py::dict PublishFile(PyStore& ps, const std::string& path, const std::string& name) {
+  return PublishDict(NoGil(ps, [&](Store& s) { return Take(s.PublishFile(path, name)); }));
 }
 
 // A read-only buffer (bytes) is published in place. A writable one
@@ -298,13 +301,8 @@ py::dict PublishBuffer(PyStore& ps, const py::object& data, const std::string& n
   auto s = ps.Get();
   HeldBuffer b(data, false);
   PublishResult r;
-  if (b.readonly()) {
-    {
-      py::gil_scoped_release nogil;
-      r = Take(s->PublishBytes(b.data(), b.size(), name));
-    }
-    return PublishDict(r);
-  }
+  if (b.readonly())
+    return PublishDict(NoGil(ps, [&](Store& st) { return Take(st.PublishBytes(b.data(), b.size(), name)); }));
   size_t at = 0;
   Store::PullFn pull = [&](void* buf, size_t n) -> Result<size_t> {
     const size_t k = std::min(n, b.size() - at);
@@ -371,14 +369,9 @@ py::dict PublishFileObject(PyStore& ps, const py::object& f, const std::string& 
 }
 
 py::dict PublishTree(PyStore& ps, const std::string& dir, const std::string& name, bool force_hash) {
-  auto s = ps.Get();
   TreePublishOptions o;
   o.force_hash = force_hash;
-  TreePublishResult r;
-  {
-    py::gil_scoped_release nogil;
-    r = Take(s->PublishTree(dir, name, o));
-  }
+  TreePublishResult r = NoGil(ps, [&](Store& s) { return Take(s.PublishTree(dir, name, o)); });
   py::dict d;
   d["id"] = r.id;
   d["name"] = r.name.empty() ? py::object(py::none()) : py::object(Text(r.name));
@@ -396,16 +389,11 @@ py::dict PublishTree(PyStore& ps, const std::string& dir, const std::string& nam
 
 py::dict Restore(PyStore& ps, const std::string& ref, const std::string& dest, bool delete_extra,
                  bool verify_existing, bool sparse) {
-  auto s = ps.Get();
   RestoreOptions o;
   o.delete_extra = delete_extra;
   o.verify_existing = verify_existing;
   o.sparse = sparse;
-  RestoreReport r;
-  {
-    py::gil_scoped_release nogil;
-    r = Take(s->Restore(ref, dest, o));
-  }
+  RestoreReport r = NoGil(ps, [&](Store& s) { return Take(s.Restore(ref, dest, o)); });
   py::dict d;
   d["files_written"] = r.files_written;
   d["files_unchanged"] = r.files_unchanged;
@@ -418,13 +406,7 @@ py::dict Restore(PyStore& ps, const std::string& ref, const std::string& dest, b
 }
 
 std::unique_ptr<NativeReader> OpenReader(PyStore& ps, const std::string& ref) {
-  auto s = ps.Get();
-  std::unique_ptr<Reader> r;
-  {
-    py::gil_scoped_release nogil;
-    r = Take(s->OpenReader(ref));
-  }
-  return std::make_unique<NativeReader>(std::move(r));
+  return std::make_unique<NativeReader>(NoGil(ps, [&](Store& s) { return Take(s.OpenReader(ref)); }));
 }
 
 size_t ReaderReadInto(NativeReader& r, const py::object& buffer) {
@@ -454,13 +436,6 @@ py::bytes ReaderRead(NativeReader& r, int64_t n) {
   }
   owned.release();
   return py::reinterpret_steal<py::bytes>(o);
-}
-
-template <class Fn>
-auto NoGil(PyStore& ps, Fn fn) {
-  auto s = ps.Get();
-  py::gil_scoped_release nogil;
-  return fn(*s);
 }
 
 py::list Ls(PyStore& ps, const std::string& prefix) {

@@ -3,9 +3,7 @@
 from measure_mount.py's measurements, with the mount's targets."""
 
 
-def _mm(s, digits=2):
-    f = f"{{:,.{digits}f}}"
-    return f"{f.format(s['median'])} ({f.format(s['min'])}–{f.format(s['max'])})"
+from report_serve import _met, _mm  # one formatting for every section
 
 
 def mount_section(m, rel_path):
@@ -25,8 +23,8 @@ def mount_section(m, rel_path):
         "| measure | target | measured | |", "|---|---|---|---|",
         f"| sequential read through the mount | ≥ 0.7× `chunkstore cat` | {_mm(seq)}× "
         f"(mount {_mm(m['seq_mount_ms'], 0)} ms, cat {_mm(m['seq_cat_ms'], 0)} ms) | "
-        f"{'met' if seq['median'] >= 0.7 else '**not met**'} |",
+        f"{_met(seq['median'] >= 0.7)} |",
         f"| 4 KiB random reads through FUSE, warm, p50 | ≤ 50 µs | {_mm(rnd, 1)} µs | "
-        f"{'met' if rnd['median'] <= 50 else '**not met**'} |",
+        f"{_met(rnd['median'] <= 50)} |",
         f"| the same from the page cache (reference) | | {_mm(m['random_4k_page_cache_p50_us'], 1)} µs | |",
     ])

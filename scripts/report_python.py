@@ -3,9 +3,7 @@
 from measure_python.py's measurements, with the Python bindings' target."""
 
 
-def _mm(s, digits=2):
-    f = f"{{:,.{digits}f}}"
-    return f"{f.format(s['median'])} ({f.format(s['min'])}–{f.format(s['max'])})"
+from report_serve import _met, _mm  # one formatting for every section
 
 
 def python_section(m, rel_path):
@@ -22,10 +20,10 @@ def python_section(m, rel_path):
         "| measure | target | measured | |", "|---|---|---|---|",
         f"| `Store.open(ref).readinto` of one buffer the object's size | ≥ 0.9× the C++ reader | "
         f"{_mm(whole)}× ({_mm(m['python_readinto_whole_ms'], 1)} ms, {rate(m['python_readinto_whole_ms'])}) | "
-        f"{'met' if whole['median'] >= 0.9 else '**not met**'} |",
+        f"{_met(whole['median'] >= 0.9)} |",
         f"| the same in 1 MiB `readinto` calls into one reused buffer | ≥ 0.9× the C++ reader | "
         f"{_mm(pieces)}× ({_mm(m['python_readinto_1mib_ms'], 1)} ms, {rate(m['python_readinto_1mib_ms'])}) | "
-        f"{'met' if pieces['median'] >= 0.9 else '**not met**'} |",
+        f"{_met(pieces['median'] >= 0.9)} |",
         f"| C++ reader (chunkstore-bench read-verified, 1 MiB reads) | | "
         f"{_mm(m['cpp_read_verified_ms'], 1)} ms, {rate(m['cpp_read_verified_ms'])} | |",
     ])

@@ -141,6 +141,18 @@ TEST_P(BucketDiskCacheTest, StaysUnderItsLimitAndCanBeOff) {
   EXPECT_EQ(*ReadObject(*c, "x"), d);
   EXPECT_GE(CachedBytes(fs::path(dir_ / "shared")), d.size());
   EXPECT_FALSE(fs::exists(fs::path(dir_ / "c") / "chunks"));
+
+  // A cache that cannot be written (its directory is a file) costs
+  // requests, never a read.
+  const fs::path blocked = fs::path(dir_ / "blocked");
+  std::ofstream(blocked) << "not a directory";
+  Options unwritable = SmallChunks();
+  unwritable.chunk_cache_dir = blocked.string();
+  auto e = OpenMachine(dir_ / "e", unwritable);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*ReadObject(*e, "x"), d);
+  EXPECT_EQ(*ReadObject(*e, "x"), d);
+  EXPECT_TRUE(fs::is_regular_file(blocked));
 }
 
 TEST_P(BucketDiskCacheTest, ACopyDoesNotFillItAndAColdSmallReadIsOneRangedGet) {

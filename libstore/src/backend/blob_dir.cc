@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/whole_blob.h"
 #include "chunkstore/blob_store.h"
 #include "chunkstore/env.h"
 
@@ -103,15 +104,7 @@ class DirectoryBlobStore final : public BlobStore {
     return s;
   }
 
-  Result<std::string> Get(const std::string& key) override {
-    Result<uint64_t> size = Size(key);
-    if (!size.ok()) return size.status();
-    std::string out(*size, '\0');
-    size_t got = 0;
-    CHUNKSTORE_RETURN_IF_ERROR(GetRange(key, 0, out.size(), out.data(), &got));
-    out.resize(got);
-    return out;
-  }
+  Result<std::string> Get(const std::string& key) override { return internal::GetWholeBlob(*this, key); }
 
   Result<uint64_t> Size(const std::string& key) override {
     struct stat st;

@@ -22,6 +22,7 @@
 #include <map>
 #include <mutex>
 
+#include "backend/whole_blob.h"
 #include "bucket/log_keys.h"
 #include "chunkstore/blob_store.h"
 #include "format/change_set.h"
@@ -89,15 +90,7 @@ class DirectoryView final : public BlobStore {
   Status Delete(const std::string& key) override { return ReadOnly(key); }
   std::string Describe() const override { return impl_->dir; }
 
-  Result<std::string> Get(const std::string& key) override {
-    Result<uint64_t> size = Size(key);
-    if (!size.ok()) return size.status();
-    std::string out(*size, '\0');
-    size_t got = 0;
-    CHUNKSTORE_RETURN_IF_ERROR(GetRange(key, 0, out.size(), out.data(), &got));
-    out.resize(got);
-    return out;
-  }
+  Result<std::string> Get(const std::string& key) override { return GetWholeBlob(*this, key); }
 
   Result<uint64_t> Size(const std::string& key) override {
     Located l;
