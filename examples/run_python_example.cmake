@@ -2,7 +2,11 @@
 # Runs python_arrays.py twice against a scratch store and checks what it
 # prints: the array's id, its version (1, then 2 for the same bytes), and
 # the missing name's exit code.
+# PRELOAD, when set, is the sanitizer runtime the interpreter needs.
 file(REMOVE_RECURSE ${WORK})
+if(PRELOAD)
+  set(ENV{LD_PRELOAD} "${PRELOAD}")
+endif()
 foreach(version 1 2)
   execute_process(COMMAND ${PYTHON} ${SCRIPT} ${WORK}/store
     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)

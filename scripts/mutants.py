@@ -9,18 +9,27 @@ script copies the working tree to a scratch directory once, builds it,
 then for each mutant applies the edit, rebuilds incrementally and runs the
 test suite (ctest, without the S3 label and the install test). A mutant is
 caught when some test fails; a mutant that survives the whole suite means a
-bug nothing defends, and makes the run fail. A mutant whose text no longer
+bug nothing defends, and makes the run fail. A mutant may name the tests
+expected to catch it ("tests = REGEX"): those run first, and the whole
+suite only when they pass. A mutant whose text no longer
 matches the source is stale, which fails the run too: the list must follow
 the code.
 
 Usage: scripts/mutants.py [--quick] [--only ID[,ID...]] [--json OUT] [--scratch DIR] [--check]
-  --quick   only the mutants marked quick (the CI subset)
-  --check   only check that every mutant's text matches the source once
+                          [--in-place BUILD]
+  --quick     only the mutants marked quick (the CI subset)
+  --check     only check that every mutant's text matches the source once
+  --in-place  mutate the working tree itself and rebuild BUILD, a build of it
+              whose whole suite has just passed (CI's throwaway clone after
+              scripts/test.sh): no copy, no second full build, no baseline
+              run. Each file is restored after its mutant, also when the run
+              is interrupted; the tree must have no uncommitted changes.
 """
 import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +53,8 @@ def parse_list(path):
                 cur["file"] = line[7:]
             elif line.startswith("why = "):
                 cur["why"] = line[6:]
+            elif line.startswith("tests = "):
+                cur["tests"] = line[8:]
             elif line.startswith("- "):
                 cur["find"].append(line[2:])
             elif line == "-":
@@ -93,6 +104,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--json", default="")
     ap.add_argument("--scratch", default=os.path.join(ROOT, "build-mutants"))
+    ap.add_argument("--in-place", default="", metavar="BUILD")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
 
@@ -109,42 +121,60 @@ def main():
         mutants = [m for m in mutants if m["id"] in wanted]
     elif args.quick:
         mutants = [m for m in mutants if m["quick"]]
-    os.makedirs(args.scratch, exist_ok=True)
     # What is tested is the tree as copied now, whatever changes later.
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip())
-    src = sync_tree(args.scratch)
-    build = os.path.join(args.scratch, "build")
-    log = os.path.join(args.scratch, "mutants.log")
-    open(log, "w").close()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                                capture_output=True, text=True).stdout.strip())
     jobs = str(os.cpu_count() or 2)
     t0 = time.time()
-    if run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCHUNKSTORE_BUILD_BENCH=OFF",
-            "-DCHUNKSTORE_BUILD_EXAMPLES=OFF"], ROOT, log) != 0 or \
-       run(["cmake", "--build", build, "-j", jobs], ROOT, log) != 0:
-        sys.exit(f"mutants: the unmutated tree does not build (see {log})")
+    if args.in_place:
+        # Mutating the tree in place is only safe where every file can be put
+        # back exactly: a tree with no uncommitted changes.
+        if dirty:
+            sys.exit("mutants: --in-place needs a tree with no uncommitted changes")
+        src, build = ROOT, os.path.abspath(args.in_place)
+        log = os.path.join(build, "mutants.log")
+        open(log, "w").close()
+        if run(["cmake", "--build", build, "-j", jobs], ROOT, log) != 0:
+            sys.exit(f"mutants: {build} does not build (see {log})")
+    else:
+        os.makedirs(args.scratch, exist_ok=True)
+        src = sync_tree(args.scratch)
+        build = os.path.join(args.scratch, "build")
+        log = os.path.join(args.scratch, "mutants.log")
+        open(log, "w").close()
+        if run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                "-DCHUNKSTORE_BUILD_BENCH=OFF", "-DCHUNKSTORE_BUILD_EXAMPLES=OFF"], ROOT, log) != 0 or \
+           run(["cmake", "--build", build, "-j", jobs], ROOT, log) != 0:
+            sys.exit(f"mutants: the unmutated tree does not build (see {log})")
     suite = ["ctest", "--test-dir", build, "-j", jobs, "-LE", "s3", "-E", "install_consumer",
              "--stop-on-failure", "--timeout", "120"]
-    if run(suite, ROOT, log) != 0:
+    if not args.in_place and run(suite, ROOT, log) != 0:
         sys.exit(f"mutants: the unmutated suite fails (see {log})")
+    # SIGTERM (a CI timeout, a kill) unwinds like Ctrl-C, so the finally
+    # below puts the mutated file back.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutants: terminated"))
     results = []
     for m in mutants:
         path = os.path.join(src, m["file"])
         original = open(path, encoding="utf-8").read()
         count = original.count(m["find"])
         start = time.time()
+        caught_by = ""
         if count != 1:
             verdict = "stale"
         else:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(original.replace(m["find"], m["replace"]))
             try:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(original.replace(m["find"], m["replace"]))
                 if run(["cmake", "--build", build, "-j", jobs], ROOT, log) != 0:
                     verdict = "does-not-build"
+                elif m.get("tests") and run(suite + ["-R", m["tests"]], ROOT, log, timeout=900) != 0:
+                    verdict, caught_by = "caught", "its tests"
                 else:
                     verdict = "caught" if run(suite, ROOT, log, timeout=1800) != 0 else "survived"
+                    caught_by = "the suite" if verdict == "caught" else ""
             finally:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(original)
@@ -152,9 +182,9 @@ def main():
                 os.utime(path, None)
         secs = time.time() - start
         results.append({"id": m["id"], "file": m["file"], "why": m["why"], "verdict": verdict,
-                        "seconds": round(secs, 1)})
+                        "caught_by": caught_by, "seconds": round(secs, 1)})
         print(f"{verdict:15} {m['id']:40} {secs:6.0f} s  {m['why']}", flush=True)
-    run(["cmake", "--build", build, "-j", jobs], ROOT, log)  # leave the scratch build unmutated
+    run(["cmake", "--build", build, "-j", jobs], ROOT, log)  # leave the build unmutated
     caught = sum(r["verdict"] == "caught" for r in results)
     bad = [r for r in results if r["verdict"] != "caught"]
     summary = {"commit": commit + ("+changes" if dirty else ""), "date": time.strftime("%Y-%m-%d"),

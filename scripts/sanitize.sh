@@ -15,13 +15,15 @@ for kind in "${kinds[@]}"; do
     tsan) flags="thread" ;;
     *) echo "sanitize.sh: unknown kind $kind (asan or tsan)" >&2; exit 2 ;;
   esac
-  cmake -S . -B "build-$kind" -DCMAKE_BUILD_TYPE=Debug -DCHUNKSTORE_SANITIZE="$flags" \
-    -DCHUNKSTORE_BUILD_BENCH=OFF >/dev/null
+  # -O1 with line tables only: assertions stay on and reports keep their
+  # file and line, and the suite runs several times faster than at -O0.
+  cmake -S . -B "build-$kind" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    -DCHUNKSTORE_SANITIZE="$flags" -DCHUNKSTORE_BUILD_BENCH=OFF >/dev/null
   cmake --build "build-$kind" -j"$(nproc)"
   labels=(-LE s3)
   [ -n "${CHUNKSTORE_TEST_S3_BUCKET:-}" ] && labels=()
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --test-dir "build-$kind" --output-on-failure -j"$(nproc)" "${labels[@]}"
+    ctest --test-dir "build-$kind" --output-on-failure -j"$(nproc)" --timeout 600 "${labels[@]}"
 done

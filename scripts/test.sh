@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh -DCHUNKSTORE_WERROR=ON
 # The S3 tests (label s3) need a server: scripts/s3-test.sh runs them.
-ctest --test-dir build --output-on-failure -j"$(nproc)" -LE s3
+ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600 -LE s3

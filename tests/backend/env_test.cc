@@ -2,6 +2,7 @@
 // The Env implementations behave alike: files, temp files, locks, listing.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -81,17 +82,18 @@ TEST_P(EnvTest, LargeFilesReadBackAcrossPiecesAndTruncations) {
     size_t got = 0;
     ASSERT_TRUE((*f)->ReadAt(0, all.size(), all.data(), &got).ok());
     ASSERT_EQ(got, want.size()) << when;
-    EXPECT_TRUE(std::equal(want.begin(), want.end(), all.begin())) << when;
-    for (int i = 0; i < 200; ++i) {  // ranges at random offsets, some past the end
+    // memcmp, not std::equal: sanitizer builds run this test unoptimized.
+    EXPECT_TRUE(want.empty() || std::memcmp(want.data(), all.data(), want.size()) == 0) << when;
+    for (int i = 0; i < 50; ++i) {  // ranges at random offsets, some past the end
       const uint64_t off = next() % (want.size() + 100);
       const size_t n = static_cast<size_t>(next() % (3 << 20));
       std::vector<uint8_t> part(n);
       ASSERT_TRUE((*f)->ReadAt(off, n, part.data(), &got).ok());
       const size_t expect = off >= want.size() ? 0 : std::min<size_t>(n, want.size() - static_cast<size_t>(off));
       ASSERT_EQ(got, expect) << when << " at " << off;
-      EXPECT_TRUE(std::equal(part.begin(), part.begin() + static_cast<std::ptrdiff_t>(got),
-                             want.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(off, want.size()))))
-          << when << " at " << off;
+      if (got > 0) {
+        EXPECT_EQ(std::memcmp(part.data(), want.data() + off, got), 0) << when << " at " << off;
+      }
     }
   };
   check("after appends");
