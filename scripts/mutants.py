@@ -183,7 +183,7 @@ def main():
         secs = time.time() - start
         results.append({"id": m["id"], "file": m["file"], "why": m["why"], "verdict": verdict,
                         "caught_by": caught_by, "seconds": round(secs, 1)})
-        print(f"{verdict:15} {m['id']:40} {secs:6.0f} s  {m['why']}", flush=True)
+        print(f"{verdict:15} {m['id']:40} {secs:6.0f} s  {caught_by:10} {m['why']}", flush=True)
     run(["cmake", "--build", build, "-j", jobs], ROOT, log)  # leave the build unmutated
     caught = sum(r["verdict"] == "caught" for r in results)
     bad = [r for r in results if r["verdict"] != "caught"]
