@@ -121,7 +121,7 @@ def main():
         mutants = [m for m in mutants if m["id"] in wanted]
     elif args.quick:
         mutants = [m for m in mutants if m["quick"]]
-    # What is tested is the tree as copied now, whatever changes later.
+    # What is tested is the tree as it is now (copied, unless --in-place).
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,

@@ -82,7 +82,7 @@ TEST_P(EnvTest, LargeFilesReadBackAcrossPiecesAndTruncations) {
     size_t got = 0;
     ASSERT_TRUE((*f)->ReadAt(0, all.size(), all.data(), &got).ok());
     ASSERT_EQ(got, want.size()) << when;
-    // memcmp, not std::equal: sanitizer builds run this test unoptimized.
+    // memcmp, not std::equal: the ASan build runs this test unoptimized.
     EXPECT_TRUE(want.empty() || std::memcmp(want.data(), all.data(), want.size()) == 0) << when;
     for (int i = 0; i < 50; ++i) {  // ranges at random offsets, some past the end
       const uint64_t off = next() % (want.size() + 100);

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common.h"
+#include "file_bytes.h"
 #include "payload.h"
 
 namespace campaign {
@@ -29,16 +30,7 @@ struct Obj {
   std::vector<chunkstore::ChunkInfo> chunks;
 };
 
-// In blocks: sanitizer builds run this unoptimized, where a per-byte
-// istreambuf_iterator costs seconds per pack.
-std::vector<uint8_t> Slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<uint8_t> out;
-  uint8_t buf[1 << 16];
-  while (f.read(reinterpret_cast<char*>(buf), sizeof buf) || f.gcount() > 0)
-    out.insert(out.end(), buf, buf + f.gcount());
-  return out;
-}
+using chunkstore::testing::ReadFileBytes;
 
 void Spit(const std::string& path, const std::vector<uint8_t>& d) {
   std::ofstream(path, std::ios::binary | std::ios::trunc)
@@ -86,8 +78,8 @@ int Corrupt(int argc, char** argv) {
     if (e.path().extension() == ".log" && e.path().string() > segment) segment = e.path().string();
   if (segment.empty()) Die("the store has no log segment");
   // Checkpointed index: all of it in index.db, none in the WAL.
-  const auto pack_orig = Slurp(pack), index_orig = Slurp(index);
-  const auto segment_orig = Slurp(segment), config_orig = Slurp(config);
+  const auto pack_orig = ReadFileBytes(pack), index_orig = ReadFileBytes(index);
+  const auto segment_orig = ReadFileBytes(segment), config_orig = ReadFileBytes(config);
   // Record offsets of each chunk (from the pack, walking records).
   std::vector<std::pair<uint64_t, uint64_t>> records;  // offset, length incl. header
   for (uint64_t off = 16; off + 64 <= pack_orig.size();) {

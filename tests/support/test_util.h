@@ -19,6 +19,7 @@
 
 #include "chunkstore/store.h"
 #include "base/random_bytes.h"
+#include "file_bytes.h"
 
 namespace chunkstore::testing {
 
@@ -49,16 +50,7 @@ inline void WriteFile(const std::string& path, const std::vector<uint8_t>& data)
   ASSERT_TRUE(f.good()) << path;
 }
 
-// In blocks, not through istreambuf_iterator: sanitizer builds run the
-// tests unoptimized, where a per-byte iterator costs seconds per file.
-inline std::vector<uint8_t> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<uint8_t> out;
-  uint8_t buf[1 << 16];
-  while (f.read(reinterpret_cast<char*>(buf), sizeof buf) || f.gcount() > 0)
-    out.insert(out.end(), buf, buf + f.gcount());
-  return out;
-}
+inline std::vector<uint8_t> ReadFile(const std::string& path) { return ReadFileBytes(path); }
 
 // Reads an object through the verifying reader, in reads of `step` bytes.
 inline Result<std::vector<uint8_t>> ReadObject(Store& store, const std::string& ref,
