@@ -12,7 +12,11 @@ Two reference runs share the rounds: `dd ... conv=fsync` of the payload
 into a new file (how fast the disk takes those bytes durably) and `dd` of
 the payload into a new file without a sync, after the same page recycling
 as the restore (the kernel's cost of filling the page cache, which
-`cat > FILE` also pays).
+`cat > FILE` also pays). A third reference hashes the payload with one
+`openssl dgst -sha256` per core at once: every core hashing, the ceiling of
+a read that verifies every byte. From the CPU times comes a floor for
+`cat > FILE`: a verified read's CPU time plus the page-cache fill's, spread
+without loss over every core.
 Peak RSS (VmHWM) and CPU time (user + system) of every command come from
 /usr/bin/time; CPU time over wall time says how many cores a command kept
 busy, which is how a CPU-bound command shows. Writes
@@ -72,8 +76,28 @@ def measure(exe, work, size_mib, rounds):
         os.unlink(copy)
         return r
 
+    def hash_all_cores():
+        """One `openssl dgst -sha256` of the payload per core, all at once:
+        the payload's share of that time is how fast every core together
+        hashes it, the ceiling of a verified read, which must hash every
+        byte. Returned per payload: (wall / n, peak RSS, CPU / n)."""
+        n = os.cpu_count()
+        os.sync()
+        start = time.perf_counter()
+        procs = [subprocess.Popen(["openssl", "dgst", "-sha256", big], stdout=subprocess.DEVNULL) for _ in range(n)]
+        cpu, rss = 0.0, 0
+        for p in procs:
+            _, status, usage = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            if p.returncode != 0:
+                raise RuntimeError(f"openssl failed: {p.returncode}")
+            cpu += usage.ru_utime + usage.ru_stime
+            rss = max(rss, usage.ru_maxrss)
+        return (time.perf_counter() - start) / n, rss, cpu / n
+
     ops = {
         "H": lambda: timed(["openssl", "dgst", "-sha256", big]),
+        "ceiling-hash-all-cores": hash_all_cores,
         "ceiling-durable-write": lambda: dd(True),
         "ceiling-page-cache-write": lambda: dd(False),
         "publish-again": lambda: timed([exe, "--store", store, "publish", big]),
@@ -94,6 +118,12 @@ def measure(exe, work, size_mib, rounds):
             cpu[n].append(c)
     shutil.rmtree(sub)
     result = {"H_ms": stats([s * 1e3 for s in secs["H"]])}
+    # The least time `cat > FILE` can take: the CPU time of a verified read
+    # to /dev/null plus that of filling the page cache with the payload
+    # (the no-sync dd), spread without loss over every core.
+    cores = os.cpu_count()
+    result["floor-cat-file"] = {"x_H": stats([h / ((a + b) / cores) for h, a, b in zip(
+        secs["H"], cpu["cat-null"], cpu["ceiling-page-cache-write"])])}
     for n in names[1:]:
         result[n] = {"ms": stats([s * 1e3 for s in secs[n]]),
                      "x_H": stats([h / s for h, s in zip(secs["H"], secs[n])]),

@@ -10,6 +10,10 @@ One mount serves every round; rounds alternate which goes first.
   file's own page cache is dropped (POSIX_FADV_DONTNEED on it), so every
   byte comes through FUSE and the verified reader. The figure per round
   is cat's time over the mount's (1: as fast as cat; the target is 0.7).
+  The CPU time of both sides is taken too (the mount's: the reading
+  `cat` and the daemon, from /proc), and with it the best ratio the
+  mount's CPU cost allows: cat's time over the mount's CPU time spread
+  over every core.
 - random-4k: 4 KiB reads at random aligned offsets within the first 32
   MiB (POSIX_FADV_RANDOM: no kernel read-ahead). A first pass fills the
   store's chunk cache; the file's page cache is dropped, and the timed
@@ -44,9 +48,21 @@ def drop_file_cache(path):
 
 
 def timed(cmd):
+    """(wall seconds, CPU seconds: user + system) of cmd."""
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        sys.exit(f"measure_mount: {cmd} failed with {p.returncode}")
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid):
+    """CPU seconds (user + system, every thread) process pid has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def random_reads(path, offsets):
@@ -92,6 +108,7 @@ def main():
     mount = subprocess.Popen([exe, "--store", store, "-q", "mount", mnt], stderr=subprocess.PIPE)
     path = os.path.join(mnt, "bench", "big")
     seq, fuse_p50, cache_p50, mount_ms, cat_ms = [], [], [], [], []
+    mount_cpu, daemon_cpu, cat_cpu, bound = [], [], [], []
     try:
         wait_mounted(mnt, mount)
         subprocess.run(["cat", path], check=True, stdout=subprocess.DEVNULL)  # the packs into the page cache
@@ -99,18 +116,26 @@ def main():
         for rnd in range(args.rounds):
             def via_mount():
                 drop_file_cache(path)
-                return timed(["cat", path])
+                before = process_cpu(mount.pid)
+                secs, reader = timed(["cat", path])
+                return secs, reader, process_cpu(mount.pid) - before
 
             def via_cat():
                 return timed([exe, "--store", store, "cat", "bench/big"])
 
             if rnd % 2 == 0:
-                m, c = via_mount(), via_cat()
+                (m, reader, daemon), (c, cc) = via_mount(), via_cat()
             else:
-                c, m = via_cat(), via_mount()
+                (c, cc), (m, reader, daemon) = via_cat(), via_mount()
             mount_ms.append(m * 1e3)
             cat_ms.append(c * 1e3)
             seq.append(c / m)
+            mount_cpu.append(reader + daemon)
+            daemon_cpu.append(daemon)
+            cat_cpu.append(cc)
+            # The mount's read cannot end before its CPU time spread over
+            # every core: the best ratio its present cost allows.
+            bound.append(c / ((reader + daemon) / os.cpu_count()))
             span = min(32 << 20, args.size_mib << 20) // 4096
             offsets = [rng.randrange(span) * 4096 for _ in range(args.reads)]
             f, p = random_reads(path, offsets)
@@ -125,6 +150,8 @@ def main():
            "size_mib": args.size_mib, "nproc": os.cpu_count(),
            "version": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
            "seq_mount_ms": stats(mount_ms), "seq_cat_ms": stats(cat_ms), "seq_x_cat": stats(seq),
+           "seq_mount_cpu_s": stats(mount_cpu), "seq_daemon_cpu_s": stats(daemon_cpu),
+           "seq_cat_cpu_s": stats(cat_cpu), "seq_x_cat_cpu_bound": stats(bound),
            "random_4k_fuse_p50_us": stats(fuse_p50), "random_4k_page_cache_p50_us": stats(cache_p50),
            "mount_exit": mount.returncode}
     s, f, p = out["seq_x_cat"], out["random_4k_fuse_p50_us"], out["random_4k_page_cache_p50_us"]

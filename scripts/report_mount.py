@@ -27,4 +27,19 @@ def mount_section(m, rel_path):
         f"| 4 KiB random reads through FUSE, warm, p50 | ≤ 50 µs | {_mm(rnd, 1)} µs | "
         f"{_met(rnd['median'] <= 50)} |",
         f"| the same from the page cache (reference) | | {_mm(m['random_4k_page_cache_p50_us'], 1)} µs | |",
-    ])
+    ] + _cpu_lines(m))
+
+
+def _cpu_lines(m):
+    if "seq_mount_cpu_s" not in m:  # measured before CPU time was taken
+        return []
+    return [
+        "",
+        f"CPU time of the sequential read (user + system): through the mount {_mm(m['seq_mount_cpu_s'])} s "
+        f"(the daemon {_mm(m['seq_daemon_cpu_s'])} s, the rest the reading `cat`, which pays the kernel's FUSE "
+        f"transfers and page-cache fill), `chunkstore cat` {_mm(m['seq_cat_cpu_s'])} s. Spread without loss "
+        f"over {m['nproc']} cores, the mount's CPU time allows at best {_mm(m['seq_x_cat_cpu_bound'])}× "
+        "`chunkstore cat`: where that bound is below the target, the target is beyond this machine at the "
+        "mount's present cost, and only less CPU per byte (fewer copies between the kernel and the daemon) "
+        "can reach it.",
+    ]
