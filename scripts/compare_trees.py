@@ -264,6 +264,7 @@ def main():
         out = {
             "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
             "rounds": args.rounds,
+            "nproc": os.cpu_count(),
             "git_commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
                                          capture_output=True, text=True).stdout.strip(),
             "dataset": {"package": f"linux-source-6.1={KERNEL}", "files": files, "bytes": size,

@@ -9,8 +9,8 @@ TARGETS = {  # operation: (what it is, target as a multiple of H)
     "cat-file": ("`cat REF > FILE` (new file, page cache)", 2.0),
 }
 CEILINGS = {
-    "ceiling-hash-all-cores": "`openssl dgst -sha256` of the payload, one process per core at once, time per "
-                              "payload (every core hashing: the ceiling of a read that verifies every byte)",
+    "ceiling-hash-all-cores": "SHA-256 of the payload's bytes in memory on every core at once (`openssl speed "
+                              "-multi N`): hashing and nothing else, the ceiling of a read that verifies every byte",
     "ceiling-durable-write": "`dd conv=fsync` of the payload into a new file (the disk's durable write)",
     "ceiling-page-cache-write": "`dd` of the payload into a new file, no sync (filling the page cache)",
 }
@@ -66,8 +66,8 @@ def cli_section(cli, rel_path):
               "what H's hashing costs.",
               "- `cat REF > /dev/null` verifies every chunk on every core (chunk ids hashed two at a time) and "
               "copies the bytes out of the packs; its cores-busy figure near the core count says the CPU, not "
-              "waiting, bounds it. No verified read can beat the all-cores hashing row, which hashes and does "
-              "nothing else; a target above that row is beyond this machine.",
+              "waiting, bounds it. No verified read can beat the hashing row, which hashes in memory on every "
+              "core and does nothing else; a target above that row is beyond this machine.",
               "- `cat REF > FILE` does that work plus the page-cache write of the no-sync `dd` row, on the same "
               "cores. The bound row adds the two CPU times and spreads them over every core without loss: no "
               "schedule of that work finishes sooner, so a target above the bound row is beyond this machine. "

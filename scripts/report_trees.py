@@ -59,4 +59,24 @@ def trees_section(trees, rel_path):
     if same:
         lines.append(f"| metadata | `diff -r` and (path, type, mode, mtime, target) identical to the source | "
                      f"{'identical' if all(same) else 'different'} in every round | {_met(all(same))} |")
+    lines += _bounds(trees, ratios, cs)
     return "\n".join(lines)
+
+
+def _bounds(trees, ratios, cs):
+    """What the CPU time allows: a command cannot end before its CPU time
+    spread over every core, whatever its schedule."""
+    n = trees.get("nproc")
+    if not n or not cs:
+        return []
+    fastest = {op: min(r[key]["median"] for t, r in trees["results"].items() if t != "chunkstore")
+               for op, key in (("publish", "publish_s"), ("restore", "restore_s"))}
+    out = ["", f"What bounds them, on {n} cores (medians): a command cannot end before its CPU time spread "
+           "without loss over every core."]
+    for op, target in (("publish", 4), ("restore", 3)):
+        cpu = cs[f"{op}_cpu_s"]["median"]
+        need = fastest[op] / target
+        out.append(f"- {op}: {cpu:.2f} CPU-s, so at best {cpu / n:.2f} s; {target}× the fastest peer needs "
+                   f"{need:.2f} s or less, " + ("which that bound allows." if cpu / n <= need else
+                                                "which needs less CPU per byte, not a better schedule."))
+    return out
