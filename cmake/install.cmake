@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# Installation: headers, the library, the CLI with its man pages and
-# completion, a CMake package (find_package(chunkstore CONFIG) ->
+# Installation: headers, the library, the CLI with its man pages (gzipped)
+# and completion, a CMake package (find_package(chunkstore CONFIG) ->
 # chunkstore::store) and a pkg-config file (chunkstore.pc); the bench
 # tool only as the "bench" component.
 include(GNUInstallDirs)
@@ -14,7 +14,7 @@ install(DIRECTORY libstore/include/chunkstore DESTINATION ${CMAKE_INSTALL_INCLUD
 if(CHUNKSTORE_BUILD_CLI)
   install(TARGETS chunkstore RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   install(DIRECTORY ${PROJECT_BINARY_DIR}/cli/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
-    FILES_MATCHING PATTERN "*.1")
+    FILES_MATCHING PATTERN "*.1.gz")
   install(FILES ${PROJECT_BINARY_DIR}/cli/completion/chunkstore
     DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
   install(FILES ${PROJECT_BINARY_DIR}/cli/completion/_chunkstore

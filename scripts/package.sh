@@ -40,7 +40,7 @@ id=$(chunkstore --store "$work/store" publish "$work/in" --name t | cut -d' ' -f
 chunkstore --store "$work/store" cat t -o "$work/out"
 cmp "$work/in" "$work/out" || fail "the bytes read back differ"
 readelf -d /usr/bin/chunkstore | grep -q "libchunkstore.so.0" || fail "the command does not use the shared library"
-for f in /usr/share/man/man1/chunkstore.1 /usr/share/man/man1/chunkstore-publish.1 \
+for f in /usr/share/man/man1/chunkstore.1.gz /usr/share/man/man1/chunkstore-publish.1.gz \
          /usr/share/bash-completion/completions/chunkstore /usr/share/zsh/vendor-completions/_chunkstore \
          /usr/lib/x86_64-linux-gnu/pkgconfig/chunkstore.pc; do
   [ -f "$f" ] || fail "the package did not install $f"

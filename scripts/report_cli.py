@@ -66,8 +66,9 @@ def cli_section(cli, rel_path):
               "what H's hashing costs.",
               "- `cat REF > /dev/null` verifies every chunk on every core (chunk ids hashed two at a time) and "
               "copies the bytes out of the packs; its cores-busy figure near the core count says the CPU, not "
-              "waiting, bounds it. No verified read can beat the hashing row, which hashes in memory on every "
-              "core and does nothing else; a target above that row is beyond this machine.",
+              "waiting, bounds it. The hashing row hashes in memory on every core with the same SHA-256 code and "
+              "does nothing else: a verified read cannot beat it by more than the noise between rounds, and a "
+              "target above it is beyond this machine.",
               "- `cat REF > FILE` does that work plus the page-cache write of the no-sync `dd` row, on the same "
               "cores. The bound row adds the two CPU times and spreads them over every core without loss: no "
               "schedule of that work finishes sooner, so a target above the bound row is beyond this machine. "

@@ -8,7 +8,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "install failed")
 endif()
 set(expected chunkstore/store.h chunkstoreConfig.cmake chunkstoreTargets.cmake chunkstore.pc
-    bin/chunkstore chunkstore.1 chunkstore-publish.1 _chunkstore)
+    bin/chunkstore chunkstore.1.gz chunkstore-publish.1.gz _chunkstore)
 foreach(f ${expected})
   get_filename_component(leaf ${f} NAME)
   file(GLOB_RECURSE found ${WORK}/prefix/*${leaf})
@@ -16,7 +16,7 @@ foreach(f ${expected})
     message(FATAL_ERROR "the install lacks ${f}")
   endif()
 endforeach()
-foreach(f share/man/man1/chunkstore-index-rebuild.1 share/bash-completion/completions/chunkstore
+foreach(f share/man/man1/chunkstore-index-rebuild.1.gz share/bash-completion/completions/chunkstore
         share/zsh/vendor-completions/_chunkstore)
   if(NOT EXISTS ${WORK}/prefix/${f})
     message(FATAL_ERROR "the install lacks ${f}")

@@ -194,6 +194,11 @@ class Index {
   Status ForEachStat(const std::string& prefix,
                      const std::function<void(StatEntry&, std::optional<uint64_t> object_size)>& fn);
   Status PutStat(const StatEntry& e);
+  // The size of each object in ids, which must be sorted ascending
+  // (repeats allowed): sizes[i] for ids[i], nullopt where the index has no
+  // such object. Costs about a scan of the rows among the ids where they
+  // are dense, a lookup each where they are sparse.
+  Status ObjectSizesInOrder(const std::vector<Digest>& ids, std::vector<std::optional<uint64_t>>* sizes);
 
   // ---- names -------------------------------------------------------------
   // Appends a version to a name's history and returns its number (1-based).

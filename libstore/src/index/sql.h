@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "hash/digest.h"
 #include "index/index.h"
@@ -65,6 +66,12 @@ class Use {
     const void* p = sqlite3_column_blob(s_, i);
     return p ? std::string(static_cast<const char*>(p), sqlite3_column_bytes(s_, i))
              : std::string();
+  }
+  // The column's bytes without a copy, valid until the next Step or Reset.
+  std::string_view ColBlobView(int i) {
+    const void* p = sqlite3_column_blob(s_, i);
+    return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_, i)))
+             : std::string_view();
   }
   bool ColId(int i, Digest* d) {
     if (sqlite3_column_bytes(s_, i) != 32) return false;

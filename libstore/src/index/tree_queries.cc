@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The index's queries about trees (which objects are trees, and what each
 // names) and the stat cache of tree publishes. See index.h.
+#include <algorithm>
+
 #include "index/sql.h"
 
 namespace chunkstore::internal {
@@ -74,31 +76,115 @@ Result<std::optional<Index::StatEntry>> Index::FindStat(const std::string& path)
 
 Status Index::ForEachStat(const std::string& prefix,
                           const std::function<void(StatEntry&, std::optional<uint64_t>)>& fn) {
-  Query q(db_,
-          "SELECT s.path, s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns, s.object, o.size FROM stat_cache s "
-          "LEFT JOIN objects o ON o.id = s.object WHERE s.path >= ?1 AND s.path < ?2");
-  if (!q.ok()) return Error("cannot read the stat cache");
-  // Paths compare as bytes; every path below prefix sorts before prefix
-  // with its last byte raised by one (a prefix ends in '/', raised '0').
-  std::string end = prefix;
-  if (!end.empty()) end.back() = static_cast<char>(end.back() + 1);
-  else end = "\xff";
-  q.use().Blob(1, prefix.data(), prefix.size()).Blob(2, end.data(), end.size());
-  int rc;
-  while ((rc = q.use().Step()) == SQLITE_ROW) {
-    StatEntry e;
-    e.path = q.use().ColBlob(0);
-    e.dev = q.use().ColInt(1);
-    e.ino = q.use().ColInt(2);
-    e.size = q.use().ColInt(3);
-    e.mtime_ns = q.use().ColInt(4);
-    e.ctime_ns = q.use().ColInt(5);
-    if (!q.use().ColId(6, &e.object)) continue;  // a damaged row vouches for nothing
-    std::optional<uint64_t> size;
-    if (!q.use().ColIsNull(7)) size = static_cast<uint64_t>(q.use().ColInt(7));
-    fn(e, size);
+  // The rows first, then their objects' sizes in one walk in id order: a
+  // join would descend the objects table's B-tree once per row, in path
+  // order, which is random in id order and cost most of a republish.
+  struct Row {
+    size_t at = 0, len = 0;  // the path in paths
+    int64_t dev = 0, ino = 0, size = 0, mtime_ns = 0, ctime_ns = 0;
+    Digest object;
+  };
+  std::string paths;
+  std::vector<Row> rows;
+  {
+    Query q(db_,
+            "SELECT path, dev, ino, size, mtime_ns, ctime_ns, object FROM stat_cache "
+            "WHERE path >= ?1 AND path < ?2");
+    if (!q.ok()) return Error("cannot read the stat cache");
+    // Paths compare as bytes; every path below prefix sorts before prefix
+    // with its last byte raised by one (a prefix ends in '/', raised '0').
+    std::string end = prefix;
+    if (!end.empty()) end.back() = static_cast<char>(end.back() + 1);
+    else end = "\xff";
+    Use& u = q.use();
+    u.Blob(1, prefix.data(), prefix.size()).Blob(2, end.data(), end.size());
+    int rc;
+    while ((rc = u.Step()) == SQLITE_ROW) {
+      Row r;
+      if (!u.ColId(6, &r.object)) continue;  // a damaged row vouches for nothing
+      const std::string_view path = u.ColBlobView(0);
+      r.at = paths.size();
+      r.len = path.size();
+      paths += path;
+      r.dev = u.ColInt(1);
+      r.ino = u.ColInt(2);
+      r.size = u.ColInt(3);
+      r.mtime_ns = u.ColInt(4);
+      r.ctime_ns = u.ColInt(5);
+      rows.push_back(r);
+    }
+    if (rc != SQLITE_DONE) return Error("cannot read the stat cache");
   }
-  if (rc != SQLITE_DONE) return Error("cannot read the stat cache");
+  std::vector<uint32_t> order(rows.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return rows[a].object < rows[b].object; });
+  std::vector<Digest> ids;
+  ids.reserve(order.size());
+  for (uint32_t i : order) ids.push_back(rows[i].object);
+  std::vector<std::optional<uint64_t>> sizes;
+  CHUNKSTORE_RETURN_IF_ERROR(ObjectSizesInOrder(ids, &sizes));
+  std::vector<std::optional<uint64_t>> size_of(rows.size());
+  for (size_t k = 0; k < order.size(); ++k) size_of[order[k]] = sizes[k];
+  StatEntry e;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    e.path.assign(paths, r.at, r.len);
+    e.dev = r.dev;
+    e.ino = r.ino;
+    e.size = r.size;
+    e.mtime_ns = r.mtime_ns;
+    e.ctime_ns = r.ctime_ns;
+    e.object = r.object;
+    fn(e, size_of[i]);
+  }
+  return Status::OK();
+}
+
+Status Index::ObjectSizesInOrder(const std::vector<Digest>& ids, std::vector<std::optional<uint64_t>>* sizes) {
+  sizes->assign(ids.size(), std::nullopt);
+  if (ids.empty()) return Status::OK();
+  Query q(db_, "SELECT id, size FROM objects WHERE id >= ?1 ORDER BY id");
+  if (!q.ok()) return Error("cannot read the objects");
+  Use& u = q.use();
+  // The cursor's row: the first whose id is at least the last one asked.
+  bool have = false, at_end = false;
+  Digest row;
+  int64_t row_size = 0;
+  auto next = [&]() -> Status {  // steps to the next row with a well-formed id
+    for (;;) {
+      const int rc = u.Step();
+      if (rc == SQLITE_DONE) {
+        have = false;
+        at_end = true;
+        return Status::OK();
+      }
+      if (rc != SQLITE_ROW) return Error("cannot read the objects");
+      if (!u.ColId(0, &row)) continue;
+      row_size = u.ColInt(1);
+      have = true;
+      return Status::OK();
+    }
+  };
+  auto seek = [&](const Digest& id) -> Status {
+    u.Reset();
+    u.Id(1, id);
+    at_end = false;
+    return next();
+  };
+  // Rows between two wanted ids are stepped over while they are few (a
+  // step costs a fraction of a descent) and sought past when they are not.
+  constexpr int kStepsBeforeSeek = 8;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Digest& want = ids[i];
+    if (at_end) break;  // every id from here on is past the last row
+    if (!have) {
+      CHUNKSTORE_RETURN_IF_ERROR(seek(want));
+    } else if (row < want) {
+      for (int step = 0; have && row < want && step < kStepsBeforeSeek; ++step) CHUNKSTORE_RETURN_IF_ERROR(next());
+      if (have && row < want) CHUNKSTORE_RETURN_IF_ERROR(seek(want));
+    }
+    if (have && row == want) (*sizes)[i] = static_cast<uint64_t>(row_size);
+  }
   return Status::OK();
 }
 

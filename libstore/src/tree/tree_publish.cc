@@ -3,8 +3,9 @@
 // Batch::AddTree): walk it, publish every file as a member object, then
 // every directory's tree object from the bottom up, all in one batch.
 //
-// The walk works on directory descriptors (openat with O_NOFOLLOW), so a
-// symlink below the root is recorded as a link and never followed. Files
+// The walk (tree_walk.h) works on directory descriptors (openat with
+// O_NOFOLLOW), so a symlink below the root is recorded as a link and never
+// followed. Files
 // the stat cache vouches for (index.h, StatEntry: same path, device,
 // inode, size, mtime and ctime as when their content was published, and
 // the object still in the store) are not read; what the walk learns about
@@ -12,7 +13,6 @@
 // is within a second of the walk's start is not recorded: it may still be
 // changing within the clock's granularity, where a later change would
 // leave its stamp as it was (git's "racy clean" problem).
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,10 +23,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-
 #include <deque>
 #include <future>
-#include <unordered_map>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "base/task_pool.h"
 #include "format/compress.h"
@@ -36,6 +37,7 @@
 #include "store/batch_impl.h"
 #include "store/store_impl.h"
 #include "tree/fs.h"
+#include "tree/tree_walk.h"
 
 namespace chunkstore {
 
@@ -43,229 +45,51 @@ using namespace internal;
 
 namespace {
 
-// One directory of the walk.
-struct DirNode {
-  std::string path;   // as the caller can open it: the root as given, then "/name" per level
-  size_t parent = SIZE_MAX;
-  size_t slot = 0;    // its entry in the parent's tree
-  TreeData tree;
-};
-
-// A file whose content is still to be published (or vouched for).
-struct FileJob {
-  size_t dir;
-  size_t slot;
-  Index::StatEntry stamp;  // what the walk saw, path absolute
-  bool cacheable = false;  // not "racy": may be recorded in the stat cache
-};
-
-class Walker {
+// The stat cache's rows below the tree's root, read in one scan and found
+// by path. The paths share one buffer and the rows one vector: tens of
+// thousands of rows then cost a few large allocations instead of two
+// strings and a hash node each.
+class StatRows {
  public:
-  Walker(Batch::Impl* batch, const TreePublishOptions& options, TreePublishResult* result)
-      : batch_(batch), options_(options), result_(result) {}
-
-  Status Run(const std::string& dir);
-  std::vector<DirNode>& dirs() { return dirs_; }
-  // What every stat cache path below the root starts with.
-  std::string root_prefix() const { return root_abs_ + "/"; }
-  std::vector<FileJob>& files() { return files_; }
+  void Add(const Index::StatEntry& e, std::optional<uint64_t> object_size) {
+    Row r;
+    r.at = paths_.size();
+    r.len = e.path.size();
+    r.entry.dev = e.dev;  // all but the path, which lives in paths_
+    r.entry.ino = e.ino;
+    r.entry.size = e.size;
+    r.entry.mtime_ns = e.mtime_ns;
+    r.entry.ctime_ns = e.ctime_ns;
+    r.entry.object = e.object;
+    r.object_size = object_size;
+    paths_ += e.path;
+    rows_.push_back(std::move(r));
+  }
+  // Sorts the rows by path (SQLite's scan usually gave that order already).
+  void Seal() {
+    auto less = [this](const Row& a, const Row& b) { return Path(a) < Path(b); };
+    if (!std::is_sorted(rows_.begin(), rows_.end(), less)) std::sort(rows_.begin(), rows_.end(), less);
+  }
+  // The row for path, or null; after Seal.
+  const Index::StatEntry* Find(std::string_view path, std::optional<uint64_t>* object_size) const {
+    auto it = std::lower_bound(rows_.begin(), rows_.end(), path,
+                               [this](const Row& r, std::string_view p) { return Path(r) < p; });
+    if (it == rows_.end() || Path(*it) != path) return nullptr;
+    *object_size = it->object_size;
+    return &it->entry;
+  }
 
  private:
-  Status WalkDir(int fd, size_t node, int depth);
-  void Skip(const std::string& path, const std::string& why) {
-    ++result_->skipped;
-    if (options_.skipped) options_.skipped(path, why);
-  }
-
-  Batch::Impl* batch_;
-  const TreePublishOptions& options_;
-  TreePublishResult* result_;
-  std::vector<DirNode> dirs_;
-  std::vector<FileJob> files_;
-  std::string root_abs_;  // the root's absolute path, for the stat cache
-  int64_t racy_from_ns_ = 0;
-  dev_t store_dev_ = 0;
-  ino_t store_ino_ = 0;
-  bool have_store_ = false;
-};
-
-Status Walker::Run(const std::string& dir) {
-  struct timespec now;
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  racy_from_ns_ = Ns(now) - 1000000000;
-  const std::string& store_root = batch_->store->root;
-  struct stat st;
-  if (!store_root.empty() && ::stat(store_root.c_str(), &st) == 0) {
-    store_dev_ = st.st_dev;
-    store_ino_ = st.st_ino;
-    have_store_ = true;
-  }
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOTDIR) return Status::InvalidArgument(dir + " is not a directory");
-    if (errno == ENOENT) return Status::NotFound("no such directory: " + dir);
-    return Errno("cannot open", dir);
-  }
-  if (::fstat(fd.get(), &st) != 0) return Errno("cannot stat", dir);
-  // The store inside what it publishes would publish itself as it grows;
-  // the store's directory at or above the root, the whole of it.
-  if (have_store_ && InsideDir(fd.get(), store_dev_, store_ino_))
-    return Status::InvalidArgument("refusing to publish " + dir + ": it is inside the store " + store_root);
-  char* real = ::realpath(dir.c_str(), nullptr);
-  if (!real) return Errno("cannot resolve", dir);
-  root_abs_ = real;
-  std::free(real);
-  if (root_abs_ == "/") root_abs_.clear();  // children are "/name"
-  DirNode root;
-  root.path = dir;
-  while (root.path.size() > 1 && root.path.back() == '/') root.path.pop_back();
-  root.tree.mode = st.st_mode & kModeBits;
-  root.tree.mtime_ns = Ns(st.st_mtim);
-  dirs_.push_back(std::move(root));
-  ++result_->directories;
-  return WalkDir(fd.get(), 0, 0);
-}
-
-Status Walker::WalkDir(int fd, size_t node, int depth) {
-  if (depth >= kMaxTreeDepth)
-    return Status::InvalidArgument(dirs_[node].path + " nests deeper than " + std::to_string(kMaxTreeDepth) + " levels");
-  const std::string path = dirs_[node].path;
-  const std::string abs_prefix = root_abs_ + path.substr(dirs_[0].path.size()) + "/";
-  std::vector<std::string> names;
-  {
-    const int dup = ::dup(fd);
-    if (dup < 0) return Errno("cannot read directory", path);
-    DIR* d = ::fdopendir(dup);
-    if (!d) {
-      ::close(dup);
-      return Errno("cannot read directory", path);
-    }
-    errno = 0;
-    while (struct dirent* e = ::readdir(d)) {
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-      errno = 0;
-    }
-    const int err = errno;
-    ::closedir(d);
-    if (err != 0) {
-      errno = err;
-      return Errno("cannot read directory", path);
-    }
-  }
-  std::sort(names.begin(), names.end());
-  std::vector<std::pair<size_t, int>> subdirs;  // slot, open descriptor
-  auto close_subdirs = [&] {
-    for (auto& [slot, sub] : subdirs) ::close(sub);
+  struct Row {
+    size_t at = 0, len = 0;  // its path in paths_
+    Index::StatEntry entry;  // path left empty
+    std::optional<uint64_t> object_size;
   };
-  for (const std::string& name : names) {
-    const std::string child = path + "/" + name;
-    struct stat st;
-    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) {  // removed since the directory was read
-        Skip(child, "vanished");
-        continue;
-      }
-      Status s = Errno("cannot stat", child);
-      close_subdirs();
-      return s;
-    }
-    TreeNode e;
-    e.name = name;
-    if (S_ISREG(st.st_mode)) {
-      e.type = EntryType::kFile;
-      e.mode = st.st_mode & kModeBits;
-      e.mtime_ns = Ns(st.st_mtim);
-      e.size = static_cast<uint64_t>(st.st_size);
-      FileJob job;
-      job.dir = node;
-      job.slot = dirs_[node].tree.entries.size();
-      job.stamp.path = abs_prefix + name;
-      job.stamp.dev = static_cast<int64_t>(st.st_dev);
-      job.stamp.ino = static_cast<int64_t>(st.st_ino);
-      job.stamp.size = static_cast<int64_t>(st.st_size);
-      job.stamp.mtime_ns = e.mtime_ns;
-      job.stamp.ctime_ns = Ns(st.st_ctim);
-      job.cacheable = job.stamp.ctime_ns < racy_from_ns_ && job.stamp.mtime_ns < racy_from_ns_;
-      if (files_.size() == files_.capacity()) files_.reserve(files_.size() * 2 + 1024);
-      files_.push_back(std::move(job));
-      ++result_->files;
-    } else if (S_ISDIR(st.st_mode)) {
-      if (have_store_ && st.st_dev == store_dev_ && st.st_ino == store_ino_) {
-        Skip(child, "the store itself");
-        continue;
-      }
-      const int sub = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (sub < 0) {
-        if (errno == ENOENT) {
-          Skip(child, "vanished");
-          continue;
-        }
-        Status s = Errno("cannot open directory", child);
-        close_subdirs();
-        return s;
-      }
-      e.type = EntryType::kDirectory;
-      subdirs.emplace_back(dirs_[node].tree.entries.size(), sub);
-    } else if (S_ISLNK(st.st_mode)) {
-      // A buffer a byte longer than lstat said: a target that fills it was
-      // changed meanwhile and is read again into a larger one.
-      std::string target(static_cast<size_t>(st.st_size > 0 ? st.st_size : 64) + 1, '\0');
-      ssize_t n;
-      while ((n = ::readlinkat(fd, name.c_str(), target.data(), target.size())) == static_cast<ssize_t>(target.size()) &&
-             target.size() <= kMaxLinkTarget)
-        target.resize(target.size() * 2);
-      if (n < 0) {
-        if (errno == ENOENT) {
-          Skip(child, "vanished");
-          continue;
-        }
-        Status s = Errno("cannot read symlink", child);
-        close_subdirs();
-        return s;
-      }
-      target.resize(static_cast<size_t>(n));
-      e.type = EntryType::kSymlink;
-      e.mtime_ns = Ns(st.st_mtim);
-      e.target = std::move(target);
-      if (e.target.empty() || e.target.size() > kMaxLinkTarget) {
-        Skip(child, "symlink target out of range");
-        continue;
-      }
-      ++result_->symlinks;
-    } else {
-      Skip(child, S_ISFIFO(st.st_mode) ? "fifo" : S_ISSOCK(st.st_mode) ? "socket" : "device");
-      continue;
-    }
-    Status name_ok = CheckEntryName(e.name);
-    if (!name_ok.ok()) {
-      close_subdirs();
-      return name_ok.WithContext(child);
-    }
-    dirs_[node].tree.entries.push_back(std::move(e));
-  }
-  // Depth first, each directory's descriptor closed as soon as it is done.
-  Status s;
-  for (size_t i = 0; i < subdirs.size(); ++i) {
-    Fd sub(subdirs[i].second);
-    subdirs[i].second = -1;
-    if (!s.ok()) continue;
-    struct stat st;
-    if (::fstat(sub.get(), &st) != 0) {
-      s = Errno("cannot stat", path + "/" + dirs_[node].tree.entries[subdirs[i].first].name);
-      continue;
-    }
-    DirNode d;
-    d.path = path + "/" + dirs_[node].tree.entries[subdirs[i].first].name;
-    d.parent = node;
-    d.slot = subdirs[i].first;
-    d.tree.mode = st.st_mode & kModeBits;
-    d.tree.mtime_ns = Ns(st.st_mtim);
-    dirs_.push_back(std::move(d));
-    ++result_->directories;
-    s = WalkDir(sub.get(), dirs_.size() - 1, depth + 1);
-  }
-  return s;
-}
+  std::string_view Path(const Row& r) const { return std::string_view(paths_).substr(r.at, r.len); }
+
+  std::string paths_;
+  std::vector<Row> rows_;
+};
 
 // A small file read whole on a worker thread: its one chunk hashed and,
 // when it is too large to live inline, compressed.
@@ -330,36 +154,33 @@ Result<TreePublishResult> Batch::AddTree(const std::string& dir, const std::stri
   if (b->failed) return Status::InvalidArgument("the batch already failed or was committed");
   if (!name.empty()) CHUNKSTORE_RETURN_IF_ERROR(ValidateName(name));
   TreePublishResult result;
-  // The stat cache is read while the directory is walked: one is the
-  // index's work, the other the kernel's. The mark comes first, so a
-  // removal of an object the cache names, after the scan saw it, is seen
-  // at commit.
+  // The stat cache is read while the directory is walked: the listers do
+  // the kernel's work on threads of their own and this thread the index's
+  // (SQLite's page cache then grows the main heap, where each new page is
+  // not a system call of its own as it is in a thread's heap). The mark
+  // comes first, so a removal of an object the cache names, after the scan
+  // saw it, is seen at commit.
   CHUNKSTORE_RETURN_IF_ERROR(b->session.TakeMark());
-  using Cached = std::unordered_map<std::string, std::pair<Index::StatEntry, std::optional<uint64_t>>>;
-  std::future<Cached> scan;
+  TreeWalker walker(b->store->root, b->store->threads, options, &result);
+  CHUNKSTORE_RETURN_IF_ERROR(walker.Start(dir));
+  StatRows cached;
   if (!options.force_hash) {
     if (char* real = ::realpath(dir.c_str(), nullptr)) {
       std::string prefix = std::string(real) + "/";
       std::free(real);
       if (prefix == "//") prefix = "/";
-      scan = std::async(std::launch::async, [store = b->store, prefix] {
-        Cached cached;
-        auto db = store->index.Lock();
-        ReadTxn txn(db.get());
-        if (!txn.status().ok()) return cached;
-        // One scan below the root, objects joined in: a lookup per file
-        // would cost more than the stat that decides it.
-        (void)db->ForEachStat(prefix, [&](Index::StatEntry& e, std::optional<uint64_t> size) {
-          std::string path = e.path;
-          cached.emplace(std::move(path), std::make_pair(std::move(e), size));
-        });
-        return cached;
-      });
+      auto db = b->store->index.Lock();
+      ReadTxn txn(db.get());
+      // One scan below the root: a lookup per file would cost more than
+      // the stat that decides it. A scan that fails vouches for nothing.
+      if (txn.status().ok() &&
+          !db->ForEachStat(prefix, [&](Index::StatEntry& e, std::optional<uint64_t> size) { cached.Add(e, size); })
+               .ok())
+        cached = StatRows();
+      cached.Seal();
     }
   }
-  Walker walker(b, options, &result);
-  Status walked = walker.Run(dir);
-  Cached cached = scan.valid() ? scan.get() : Cached();
+  Status walked = walker.Finish();
   if (!walked.ok()) return walked;  // nothing added yet: the batch is still good
   std::vector<DirNode>& dirs = walker.dirs();
   std::vector<FileJob>& files = walker.files();
@@ -381,10 +202,9 @@ Result<TreePublishResult> Batch::AddTree(const std::string& dir, const std::stri
   {
     for (size_t i = 0; i < files.size(); ++i) {
       const Index::StatEntry& now = files[i].stamp;
-      auto it = cached.find(now.path);
-      if (it != cached.end()) {
-        const Index::StatEntry& was = it->second.first;
-        const std::optional<uint64_t> size = it->second.second;
+      std::optional<uint64_t> size;
+      if (const Index::StatEntry* found = cached.Find(now.path, &size)) {
+        const Index::StatEntry& was = *found;
         if (was.dev == now.dev && was.ino == now.ino && was.size == now.size && was.mtime_ns == now.mtime_ns &&
             was.ctime_ns == now.ctime_ns && size && *size == static_cast<uint64_t>(now.size)) {
           b->session.NoteReused(was.object);
