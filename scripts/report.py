@@ -528,6 +528,13 @@ def s3_section(s3, path):
         lines.append(f"- A publish of new data runs at {R['s3-publish']['mib_per_s'] / R['s3-blob-put']['mib_per_s']:.2f}× "
                      "the one-at-a-time PUT rate: it chunks, hashes and tries compression on the same cores, "
                      "and keeps up to three pack uploads (each multipart, three parts at a time) in flight.")
+    if "s3-blob-put-parallel" in R:
+        lines.append(f"- PUT with 16 in flight: {rate(R['s3-blob-put-parallel'])}.")
+    if "s3-blob-put-parallel" in R and "s3-copy" in R:
+        x = R["s3-copy"]["mib_per_s"] / R["s3-blob-put-parallel"]["mib_per_s"]
+        lines.append(f"- A copy of the payload from a directory store into a new bucket store (`s3-copy`): "
+                     f"{rate(R['s3-copy'])}, {x:.2f}× the parallel PUT rate (issue target: at least 0.9×; "
+                     f"{'met' if x >= 0.9 else 'not met'}).")
     if "s3-blob-get" in R and "s3-read-verified" in R:
         lines.append(f"- A verified read runs at {R['s3-read-verified']['mib_per_s'] / R['s3-blob-get']['mib_per_s']:.2f}× "
                      "the one-at-a-time GET rate, with a ranged GET per ~1 MiB chunk (16 in flight) and a "

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The index's stat cache scan (ForEachStat) and the in-order object size
+// The index's stat cache scan (ScanStat) and the in-order object size
 // lookup it uses (ObjectSizesInOrder), against one lookup per id: dense and
 // sparse runs of ids, ids before, between and after the stored ones,
 // repeats, and rows whose object is gone.
@@ -108,7 +108,7 @@ TEST(ObjectSizesInOrder, AgreesWithALookupPerIdDenseOrSparse) {
   EXPECT_EQ(found, (stored.size() + 2) / 3);
 }
 
-TEST(ForEachStat, GivesTheRowsBelowThePrefixWithTheirObjectsSizes) {
+TEST(ScanStat, FindsTheRowsBelowThePrefixWithTheirObjectsSizes) {
   auto index = Fresh();
   Stored(*index, 300);
   {
@@ -133,32 +133,32 @@ TEST(ForEachStat, GivesTheRowsBelowThePrefixWithTheirObjectsSizes) {
     }
     ASSERT_TRUE(txn.Commit().ok());
   }
-  std::map<std::string, std::pair<Index::StatEntry, std::optional<uint64_t>>> seen;
-  ReadTxn txn(index.get());
-  ASSERT_TRUE(txn.status().ok());
-  ASSERT_TRUE(index
-                  ->ForEachStat("/r/",
-                                [&](Index::StatEntry& e, std::optional<uint64_t> size) {
-                                  EXPECT_TRUE(seen.emplace(e.path, std::make_pair(e, size)).second) << e.path;
-                                })
-                  .ok());
-  ASSERT_EQ(seen.size(), 400u);
+  Index::StatScan scan;
+  {
+    ReadTxn txn(index.get());
+    ASSERT_TRUE(txn.status().ok());
+    ASSERT_TRUE(index->ScanStat("/r/", &scan).ok());
+  }
+  ASSERT_EQ(scan.size(), 400u);
   for (int i = 0; i < 400; ++i) {
     const std::string path = "/r/d" + std::to_string(i % 7) + "/f" + std::to_string(i);
-    auto it = seen.find(path);
-    ASSERT_NE(it, seen.end()) << path;
-    const auto& [e, size] = it->second;
-    EXPECT_EQ(e.ino, 1000 + i);
-    EXPECT_EQ(e.size, i + 1);
-    EXPECT_EQ(e.mtime_ns, 10 * i);
-    EXPECT_EQ(e.ctime_ns, 10 * i + 1);
-    EXPECT_EQ(e.object, IdOf(i));
+    std::optional<uint64_t> size;
+    const Index::StatEntry* e = scan.Find(path, &size);
+    ASSERT_NE(e, nullptr) << path;
+    EXPECT_EQ(e->ino, 1000 + i);
+    EXPECT_EQ(e->size, i + 1);
+    EXPECT_EQ(e->mtime_ns, 10 * i);
+    EXPECT_EQ(e->ctime_ns, 10 * i + 1);
+    EXPECT_EQ(e->object, IdOf(i));
     if (i < 300) {
       EXPECT_EQ(size, std::optional<uint64_t>(i + 1)) << path;
     } else {
       EXPECT_FALSE(size.has_value()) << path;
     }
   }
+  std::optional<uint64_t> size;
+  for (const char* outside : {"/r0/f", "/q/f", "/r", "/ra/f", "/r/d1", "/r/d1/f", "/r/d1/f10"})
+    EXPECT_EQ(scan.Find(outside, &size), nullptr) << outside;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include <sys/mman.h>
 
@@ -37,6 +38,29 @@ inline ChunkMemory AllocateChunkMemory(size_t n) {
   if (!p) throw std::bad_alloc();
   return ChunkMemory(static_cast<uint8_t*>(p));
 }
+
+// A std::allocator that takes its blocks from AllocateChunkMemory: for the
+// large arrays a process builds once and fills at once (a tree walk's tens
+// of thousands of entries), where 4 KiB page faults would be most of the
+// cost of filling them.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    return reinterpret_cast<T*>(AllocateChunkMemory(n * sizeof(T)).release());
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  template <typename U>
+  bool operator!=(const HugePageAllocator<U>&) const { return false; }
+};
+template <typename T>
+using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
 class Buffer {
  public:

@@ -20,8 +20,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/buffer.h"
 #include "chunkstore/options.h"
 #include "chunkstore/status.h"
 #include "format/rows.h"
@@ -189,10 +191,29 @@ class Index {
     Digest object;
   };
   Result<std::optional<StatEntry>> FindStat(const std::string& path);
-  // Every entry whose path starts with prefix, with the size of its
-  // object (nullopt when the index no longer has the object).
-  Status ForEachStat(const std::string& prefix,
-                     const std::function<void(StatEntry&, std::optional<uint64_t> object_size)>& fn);
+  // Every entry whose path starts with prefix, sorted by path, with the
+  // size of its object (nullopt when the index no longer has the object).
+  // The paths share one buffer: tens of thousands of rows cost a few large
+  // allocations, not two each.
+  class StatScan {
+   public:
+    // The entry for path (its path left empty), or null; object_size is
+    // set when one is found.
+    const StatEntry* Find(std::string_view path, std::optional<uint64_t>* object_size) const;
+    size_t size() const { return rows_.size(); }
+
+   private:
+    friend class Index;
+    struct Row {
+      size_t at = 0, len = 0;  // the path in paths_
+      StatEntry entry;         // path left empty
+      std::optional<uint64_t> object_size;
+    };
+    std::string_view Path(const Row& r) const { return std::string_view(paths_.data() + r.at, r.len); }
+    HugePageVector<char> paths_;
+    HugePageVector<Row> rows_;
+  };
+  Status ScanStat(const std::string& prefix, StatScan* out);
   Status PutStat(const StatEntry& e);
   // The size of each object in ids, which must be sorted ascending
   // (repeats allowed): sizes[i] for ids[i], nullopt where the index has no

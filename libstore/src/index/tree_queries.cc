@@ -74,18 +74,13 @@ Result<std::optional<Index::StatEntry>> Index::FindStat(const std::string& path)
   return std::optional<StatEntry>(std::move(e));
 }
 
-Status Index::ForEachStat(const std::string& prefix,
-                          const std::function<void(StatEntry&, std::optional<uint64_t>)>& fn) {
+Status Index::ScanStat(const std::string& prefix, StatScan* out) {
   // The rows first, then their objects' sizes in one walk in id order: a
   // join would descend the objects table's B-tree once per row, in path
   // order, which is random in id order and cost most of a republish.
-  struct Row {
-    size_t at = 0, len = 0;  // the path in paths
-    int64_t dev = 0, ino = 0, size = 0, mtime_ns = 0, ctime_ns = 0;
-    Digest object;
-  };
-  std::string paths;
-  std::vector<Row> rows;
+  *out = StatScan();
+  HugePageVector<char>& paths = out->paths_;
+  HugePageVector<StatScan::Row>& rows = out->rows_;
   {
     Query q(db_,
             "SELECT path, dev, ino, size, mtime_ns, ctime_ns, object FROM stat_cache "
@@ -100,44 +95,51 @@ Status Index::ForEachStat(const std::string& prefix,
     u.Blob(1, prefix.data(), prefix.size()).Blob(2, end.data(), end.size());
     int rc;
     while ((rc = u.Step()) == SQLITE_ROW) {
-      Row r;
-      if (!u.ColId(6, &r.object)) continue;  // a damaged row vouches for nothing
+      StatScan::Row r;
+      if (!u.ColId(6, &r.entry.object)) continue;  // a damaged row vouches for nothing
       const std::string_view path = u.ColBlobView(0);
       r.at = paths.size();
       r.len = path.size();
-      paths += path;
-      r.dev = u.ColInt(1);
-      r.ino = u.ColInt(2);
-      r.size = u.ColInt(3);
-      r.mtime_ns = u.ColInt(4);
-      r.ctime_ns = u.ColInt(5);
-      rows.push_back(r);
+      paths.insert(paths.end(), path.begin(), path.end());
+      r.entry.dev = u.ColInt(1);
+      r.entry.ino = u.ColInt(2);
+      r.entry.size = u.ColInt(3);
+      r.entry.mtime_ns = u.ColInt(4);
+      r.entry.ctime_ns = u.ColInt(5);
+      rows.push_back(std::move(r));
     }
-    if (rc != SQLITE_DONE) return Error("cannot read the stat cache");
+    if (rc != SQLITE_DONE) {
+      *out = StatScan();
+      return Error("cannot read the stat cache");
+    }
   }
+  // The primary key's order is the paths' byte order, which Find relies on;
+  // sorted again only if a row came otherwise.
+  auto by_path = [out](const StatScan::Row& a, const StatScan::Row& b) { return out->Path(a) < out->Path(b); };
+  if (!std::is_sorted(rows.begin(), rows.end(), by_path)) std::sort(rows.begin(), rows.end(), by_path);
   std::vector<uint32_t> order(rows.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return rows[a].object < rows[b].object; });
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return rows[a].entry.object < rows[b].entry.object; });
   std::vector<Digest> ids;
   ids.reserve(order.size());
-  for (uint32_t i : order) ids.push_back(rows[i].object);
+  for (uint32_t i : order) ids.push_back(rows[i].entry.object);
   std::vector<std::optional<uint64_t>> sizes;
-  CHUNKSTORE_RETURN_IF_ERROR(ObjectSizesInOrder(ids, &sizes));
-  std::vector<std::optional<uint64_t>> size_of(rows.size());
-  for (size_t k = 0; k < order.size(); ++k) size_of[order[k]] = sizes[k];
-  StatEntry e;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    e.path.assign(paths, r.at, r.len);
-    e.dev = r.dev;
-    e.ino = r.ino;
-    e.size = r.size;
-    e.mtime_ns = r.mtime_ns;
-    e.ctime_ns = r.ctime_ns;
-    e.object = r.object;
-    fn(e, size_of[i]);
+  Status s = ObjectSizesInOrder(ids, &sizes);
+  if (!s.ok()) {
+    *out = StatScan();
+    return s;
   }
+  for (size_t k = 0; k < order.size(); ++k) rows[order[k]].object_size = sizes[k];
   return Status::OK();
+}
+
+const Index::StatEntry* Index::StatScan::Find(std::string_view path, std::optional<uint64_t>* object_size) const {
+  auto it = std::lower_bound(rows_.begin(), rows_.end(), path,
+                             [this](const Row& r, std::string_view p) { return Path(r) < p; });
+  if (it == rows_.end() || Path(*it) != path) return nullptr;
+  *object_size = it->object_size;
+  return &it->entry;
 }
 
 Status Index::ObjectSizesInOrder(const std::vector<Digest>& ids, std::vector<std::optional<uint64_t>>* sizes) {

@@ -45,52 +45,6 @@ using namespace internal;
 
 namespace {
 
-// The stat cache's rows below the tree's root, read in one scan and found
-// by path. The paths share one buffer and the rows one vector: tens of
-// thousands of rows then cost a few large allocations instead of two
-// strings and a hash node each.
-class StatRows {
- public:
-  void Add(const Index::StatEntry& e, std::optional<uint64_t> object_size) {
-    Row r;
-    r.at = paths_.size();
-    r.len = e.path.size();
-    r.entry.dev = e.dev;  // all but the path, which lives in paths_
-    r.entry.ino = e.ino;
-    r.entry.size = e.size;
-    r.entry.mtime_ns = e.mtime_ns;
-    r.entry.ctime_ns = e.ctime_ns;
-    r.entry.object = e.object;
-    r.object_size = object_size;
-    paths_ += e.path;
-    rows_.push_back(std::move(r));
-  }
-  // Sorts the rows by path (SQLite's scan usually gave that order already).
-  void Seal() {
-    auto less = [this](const Row& a, const Row& b) { return Path(a) < Path(b); };
-    if (!std::is_sorted(rows_.begin(), rows_.end(), less)) std::sort(rows_.begin(), rows_.end(), less);
-  }
-  // The row for path, or null; after Seal.
-  const Index::StatEntry* Find(std::string_view path, std::optional<uint64_t>* object_size) const {
-    auto it = std::lower_bound(rows_.begin(), rows_.end(), path,
-                               [this](const Row& r, std::string_view p) { return Path(r) < p; });
-    if (it == rows_.end() || Path(*it) != path) return nullptr;
-    *object_size = it->object_size;
-    return &it->entry;
-  }
-
- private:
-  struct Row {
-    size_t at = 0, len = 0;  // its path in paths_
-    Index::StatEntry entry;  // path left empty
-    std::optional<uint64_t> object_size;
-  };
-  std::string_view Path(const Row& r) const { return std::string_view(paths_).substr(r.at, r.len); }
-
-  std::string paths_;
-  std::vector<Row> rows_;
-};
-
 // A small file read whole on a worker thread: its one chunk hashed and,
 // when it is too large to live inline, compressed.
 struct SmallFile {
@@ -163,7 +117,7 @@ Result<TreePublishResult> Batch::AddTree(const std::string& dir, const std::stri
   CHUNKSTORE_RETURN_IF_ERROR(b->session.TakeMark());
   TreeWalker walker(b->store->root, b->store->threads, options, &result);
   CHUNKSTORE_RETURN_IF_ERROR(walker.Start(dir));
-  StatRows cached;
+  Index::StatScan cached;
   if (!options.force_hash) {
     if (char* real = ::realpath(dir.c_str(), nullptr)) {
       std::string prefix = std::string(real) + "/";
@@ -172,18 +126,15 @@ Result<TreePublishResult> Batch::AddTree(const std::string& dir, const std::stri
       auto db = b->store->index.Lock();
       ReadTxn txn(db.get());
       // One scan below the root: a lookup per file would cost more than
-      // the stat that decides it. A scan that fails vouches for nothing.
-      if (txn.status().ok() &&
-          !db->ForEachStat(prefix, [&](Index::StatEntry& e, std::optional<uint64_t> size) { cached.Add(e, size); })
-               .ok())
-        cached = StatRows();
-      cached.Seal();
+      // the stat that decides it. A scan that fails vouches for nothing
+      // (it leaves the result empty).
+      if (txn.status().ok()) (void)db->ScanStat(prefix, &cached);
     }
   }
   Status walked = walker.Finish();
   if (!walked.ok()) return walked;  // nothing added yet: the batch is still good
   std::vector<DirNode>& dirs = walker.dirs();
-  std::vector<FileJob>& files = walker.files();
+  HugePageVector<FileJob>& files = walker.files();
 
   // Progress: the batch's byte count, and files done.
   uint64_t files_done = 0;

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/buffer.h"
 #include "chunkstore/status.h"
 #include "chunkstore/tree.h"
 #include "format/tree.h"
@@ -64,7 +65,7 @@ class TreeWalker {
   Status Finish();
   // Every directory, the root first, each before what it holds.
   std::vector<DirNode>& dirs() { return dirs_; }
-  std::vector<FileJob>& files() { return files_; }
+  HugePageVector<FileJob>& files() { return files_; }
 
  private:
   // One directory's entries as a lister found them, for Take to put in
@@ -109,7 +110,7 @@ class TreeWalker {
   const TreePublishOptions& options_;
   TreePublishResult* result_;
   std::vector<DirNode> dirs_;
-  std::vector<FileJob> files_;
+  HugePageVector<FileJob> files_;
   // Set before the listers start, read-only after.
   std::string root_path_;  // the root as given
   std::string root_abs_;   // the root's absolute path, for the stat cache
