@@ -5,14 +5,14 @@
 //
 // The walk (tree_walk.h) works on directory descriptors (openat with
 // O_NOFOLLOW), so a symlink below the root is recorded as a link and never
-// followed. Files
-// the stat cache vouches for (index.h, StatEntry: same path, device,
-// inode, size, mtime and ctime as when their content was published, and
-// the object still in the store) are not read; what the walk learns about
-// the others is recorded once the batch is committed. A file whose ctime
-// is within a second of the walk's start is not recorded: it may still be
-// changing within the clock's granularity, where a later change would
-// leave its stamp as it was (git's "racy clean" problem).
+// followed. Files the stat cache vouches for (index.h, StatEntry: same
+// path, device, inode, size, mtime and ctime as when their content was
+// published, and the object still in the store) are not read; what the
+// walk learns about the others is recorded once the batch is committed.
+// A file whose ctime is within a second of the walk's start is not
+// recorded: it may still be changing within the clock's granularity, where
+// a later change would leave its stamp as it was (git's "racy clean"
+// problem).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,7 +26,6 @@
 #include <deque>
 #include <future>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "base/task_pool.h"
