@@ -6,18 +6,12 @@
 
 #include "format/manifest.h"
 #include "index/apply.h"
+#include "index_util.h"
 
 namespace chunkstore::internal {
 namespace {
 
-std::unique_ptr<Index> Fresh() {
-  static StoreMeta meta;
-  Index::OpenOptions o;
-  o.create = &meta;
-  auto index = Index::Open(":memory:", o);
-  EXPECT_TRUE(index.ok()) << index.status().ToString();
-  return std::move(*index);
-}
+using testing::FreshIndex;
 
 void Apply(Index& index, const ChangeSet& c, Applied* applied = nullptr) {
   WriteTxn txn(&index);
@@ -55,7 +49,7 @@ TEST(ApplyChange, AChunkStoredTwiceResolvesToTheSameCopyInEveryOrder) {
   const ChangeSet first = Publish("pack-bbbbbbbbbbbbbbbb.pack", chunk, 16);
   const ChangeSet second = Publish("pack-aaaaaaaaaaaaaaaa.pack", chunk, 80);
   for (int order = 0; order < 2; ++order) {
-    auto index = Fresh();
+    auto index = FreshIndex();
     Apply(*index, order == 0 ? first : second);
     Apply(*index, order == 0 ? second : first);
     auto loc = index->FindChunk(chunk);
@@ -68,7 +62,7 @@ TEST(ApplyChange, AChunkStoredTwiceResolvesToTheSameCopyInEveryOrder) {
 }
 
 TEST(ApplyChange, NamesGetTheirNextVersionUnlessTheirObjectIsGone) {
-  auto index = Fresh();
+  auto index = FreshIndex();
   const Digest a = Sha256::Of("aaaaaa", 6), b = Sha256::Of("bbbbbb", 6);
   Applied v;
   Apply(*index, Publish("pack-0000000000000001.pack", a, 16, "n"), &v);
@@ -98,7 +92,7 @@ TEST(ApplyChange, NamesGetTheirNextVersionUnlessTheirObjectIsGone) {
 }
 
 TEST(ApplyChange, ACheckpointReplacesEverythingAndASnapshotIsOne) {
-  auto a = Fresh(), b = Fresh();
+  auto a = FreshIndex(), b = FreshIndex();
   const Digest x = Sha256::Of("xxxxxx", 6), y = Sha256::Of("yyyyyy", 6);
   Apply(*a, Publish("pack-0000000000000001.pack", x, 16, "x"));
   Apply(*a, Publish("pack-0000000000000002.pack", y, 16, "y"));
@@ -114,7 +108,7 @@ TEST(ApplyChange, ACheckpointReplacesEverythingAndASnapshotIsOne) {
 }
 
 TEST(CompareIndexes, NamesWhatDiffers) {
-  auto live = Fresh(), truth = Fresh();
+  auto live = FreshIndex(), truth = FreshIndex();
   const Digest x = Sha256::Of("xxxxxx", 6), y = Sha256::Of("yyyyyy", 6);
   for (Index* i : {live.get(), truth.get()}) Apply(*i, Publish("pack-0000000000000001.pack", x, 16, "x"));
   Apply(*truth, Publish("pack-0000000000000001.pack", y, 86, "y"));

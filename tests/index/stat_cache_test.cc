@@ -12,18 +12,12 @@
 
 #include "format/manifest.h"
 #include "index/apply.h"
+#include "index_util.h"
 
 namespace chunkstore::internal {
 namespace {
 
-std::unique_ptr<Index> Fresh() {
-  static StoreMeta meta;
-  Index::OpenOptions o;
-  o.create = &meta;
-  auto index = Index::Open(":memory:", o);
-  EXPECT_TRUE(index.ok()) << index.status().ToString();
-  return std::move(*index);
-}
+using testing::FreshIndex;
 
 Digest IdOf(int i) {
   const std::string s = "object " + std::to_string(i);
@@ -72,7 +66,7 @@ std::vector<std::optional<uint64_t>> OneByOne(Index& index, const std::vector<Di
 }
 
 TEST(ObjectSizesInOrder, AgreesWithALookupPerIdDenseOrSparse) {
-  auto index = Fresh();
+  auto index = FreshIndex();
   std::vector<Digest> stored = Stored(*index, 600);
   std::sort(stored.begin(), stored.end());
   std::vector<Digest> absent;
@@ -109,7 +103,7 @@ TEST(ObjectSizesInOrder, AgreesWithALookupPerIdDenseOrSparse) {
 }
 
 TEST(ScanStat, FindsTheRowsBelowThePrefixWithTheirObjectsSizes) {
-  auto index = Fresh();
+  auto index = FreshIndex();
   Stored(*index, 300);
   {
     WriteTxn txn(index.get());
