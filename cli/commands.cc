@@ -256,6 +256,17 @@ Result<std::string> StoreSecret(const Globals& g) {
   return secret;
 }
 
+Result<std::string> ReadTokenFile(const std::string& file) {
+  std::ifstream f(file, std::ios::binary);
+  if (!f) return Status::IOError("cannot read the token file " + file);
+  std::string token(std::istreambuf_iterator<char>(f), {});
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.size() < 16) return Status::InvalidArgument("the token in " + file + " is shorter than 16 bytes");
+  if (token.find_first_of("\r\n") != std::string::npos)
+    return Status::InvalidArgument("the token in " + file + " is more than one line");
+  return token;
+}
+
 Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access access, bool rebuild, bool refresh) {
   chunkstore::Options o;
   o.refresh_on_open = refresh;
@@ -284,6 +295,16 @@ Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access ac
   Result<std::string> secret = StoreSecret(g);
   if (!secret.ok()) return secret.status();
   o.secret = *secret;
+  if (access != Access::kRead && (dir.rfind("http://", 0) == 0 || dir.rfind("https://", 0) == 0)) {
+    std::string file = g.token_file;
+    if (file.empty())
+      if (const char* env = std::getenv("CHUNKSTORE_TOKEN_FILE")) file = env;
+    if (!file.empty()) {
+      Result<std::string> token = ReadTokenFile(file);
+      if (!token.ok()) return token.status();
+      o.http_token = *token;
+    }
+  }
   auto store = chunkstore::Store::Open(dir, o);
   // What the open noticed and mended is worth a line, but never stdout's;
   // a rebuild asked for says so itself.

@@ -20,6 +20,7 @@ struct Globals {
   size_t cache_bytes = 0;  // verified chunks the store keeps for repeated reads; 0: the library's default
   std::string cache_dir;    // a bucket store's local cache (index, fetched chunks); "": the library's default
   uint64_t cache_size = UINT64_MAX;  // fetched chunks kept on disk (bytes); UINT64_MAX: the library's default
+  std::string token_file;  // an http:// store's write token (copy --token-file); empty: $CHUNKSTORE_TOKEN_FILE, else none
 };
 
 struct PublishArgs {

@@ -25,6 +25,10 @@ int FailOpen(const chunkstore::Status& s);
 // kCreate creates a missing store.
 enum class Access { kRead, kWrite, kCreate };
 
+// A bearer token from file (serve --token-file, copy --token-file): one
+// line of at least 16 bytes, its line end dropped.
+chunkstore::Result<std::string> ReadTokenFile(const std::string& file);
+
 // Opens the store for access, rebuilding its index from the change log
 // first when rebuild; prints what the open noticed to stderr.
 chunkstore::Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access access,

@@ -121,11 +121,15 @@ int main(int argc, char** argv) {
   std::string copy_from, copy_to;
   std::vector<std::string> copy_refs;
   auto* copy = app.add_subcommand("copy", "Copy names and objects to another store, sending only what it lacks");
-  copy->footer("\nExamples:\n  chunkstore copy --to s3://bucket/models\n  chunkstore copy --from /srv/store --to /mnt/backup weights/llama data/\n");
+  copy->footer("\nExamples:\n  chunkstore copy --to s3://bucket/models\n  chunkstore copy --from /srv/store --to /mnt/backup weights/llama data/\n  chunkstore copy --to http://10.0.0.5:8080 --token-file ~/.config/chunkstore/token\n");
   copy->add_option("refs", copy_refs, "Names (with history), PREFIX/ or objects (default: everything)")
       ->option_text("REF...");
   copy->add_option("--from", copy_from, "Source store (default: --store, as every command)")->option_text("DIR|URL");
   copy->add_option("--to", copy_to, "Destination store (created if missing)")->option_text("DIR|URL")->required();
+  std::string copy_token_file;
+  copy->add_option("--token-file", copy_token_file,
+                   "The write token of an http:// destination's server (default: $CHUNKSTORE_TOKEN_FILE)")
+      ->option_text("FILE");
 
   ServeArgs serve_args;
   auto* serve = app.add_subcommand("serve", "Serve the store over HTTP (objects, names, ranges)");
@@ -289,7 +293,10 @@ int main(int argc, char** argv) {
     if (*ls) return CmdLs(g, prefix, all, recursive);
     if (*restore) return CmdRestore(g, rest);
     if (*diff) return CmdDiff(g, from, to);
-    if (*copy) return CmdCopy(g, copy_from, copy_to, copy_refs);
+    if (*copy) {
+      g.token_file = copy_token_file;
+      return CmdCopy(g, copy_from, copy_to, copy_refs);
+    }
     if (*serve) return CmdServe(g, serve_args);
     if (*mount) return CmdMount(g, mount_args);
     if (*log) return CmdLog(g, name);

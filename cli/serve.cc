@@ -8,10 +8,11 @@
 // JSON. Every byte sent was verified first: the body is streamed from a
 // verified reader, and damage found after the headers went out ends the
 // connection (the client sees a short body, never other bytes), logged
-// with the object and chunk. Writes (PUT /objects[?name=N]) only with
-// --allow-write and the bearer token of --token-file. Under /blobs the
-// store is a read-only S3 bucket (serve_blobs.h): what an http:// store
-// on another machine reads.
+// with the object and chunk. Writes (PUT /objects[?name=N], and POST
+// /push: what `copy --to http://...` sends, checked whole before it is
+// committed) only with --allow-write and the bearer token of
+// --token-file. Under /blobs the store is a read-only S3 bucket
+// (serve_blobs.h): what an http:// store on another machine reads.
 //
 // libmicrohttpd was chosen over cpp-httplib and Boost.Beast for what a
 // server facing untrusted clients needs built in: a thread pool over
@@ -22,6 +23,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -114,6 +116,7 @@ struct Exchange {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   bool answered = false;
   bool write_allowed = false;
+  bool push = false;      // POST /push rather than PUT /objects
   FILE* spool = nullptr;  // a PUT's body, as it arrives
   bool spool_failed = false;
   ~Exchange() {
@@ -340,6 +343,39 @@ MHD_Result ListNames(MHD_Connection* c, Exchange* x) {
   return Queue(c, x, MHD_HTTP_OK, r, body.size());
 }
 
+// A copy from another machine (Store::Receive checks all of it before it
+// commits): 200 and what it added, 422 if anything in it is not what it
+// claims, and nothing is kept.
+MHD_Result Push(MHD_Connection* c, Exchange* x, int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Text(c, x, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the upload\n");
+  auto got = x->server->store.Receive(
+      [fd](uint64_t offset, void* buf, size_t n) -> Status {
+        size_t done = 0;
+        while (done < n) {
+          const ssize_t r = ::pread(fd, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(offset + done));
+          if (r > 0) done += static_cast<size_t>(r);
+          else if (r == 0) return Status::IOError("the upload ended early");
+          else if (errno != EINTR) return Status::IOError(std::string("cannot read the upload: ") + std::strerror(errno));
+        }
+        return Status::OK();
+      },
+      static_cast<uint64_t>(st.st_size));
+  if (!got.ok()) {
+    if (got.status().IsCorruption()) {
+      x->server->Log("chunkstore: serve: refused a push: " + Printable(got.status().message()));
+      return Text(c, x, 422 /* Unprocessable Content */, "Corruption: " + got.status().message() + "\n");
+    }
+    return Failure(c, x, got.status());
+  }
+  nlohmann::ordered_json j = {{"objects", got->objects},
+                              {"chunks_written", got->chunks_written},
+                              {"chunks_present", got->chunks_present},
+                              {"bytes_written", got->bytes_written},
+                              {"name_versions", got->name_versions}};
+  return Text(c, x, MHD_HTTP_OK, j.dump() + "\n", "application/json");
+}
+
 MHD_Result Put(MHD_Connection* c, Exchange* x, const char* upload, size_t* upload_size) {
   if (*upload_size > 0) {
     if (!x->spool_failed && std::fwrite(upload, 1, *upload_size, x->spool) != *upload_size) x->spool_failed = true;
@@ -350,6 +386,7 @@ MHD_Result Put(MHD_Connection* c, Exchange* x, const char* upload, size_t* uploa
     return Text(c, x, MHD_HTTP_INSUFFICIENT_STORAGE, "cannot keep the upload: " + std::string(std::strerror(errno)) + "\n");
   std::rewind(x->spool);
   const int fd = ::fileno(x->spool);
+  if (x->push) return Push(c, x, fd);
   const char* name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
   auto pub = x->server->store.PublishPull(
       [fd](void* buf, size_t n) -> chunkstore::Result<size_t> {
@@ -452,8 +489,9 @@ MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* met
         MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
         return Queue(c, x, MHD_HTTP_UNAUTHORIZED, r);
       }
-      if (m != "PUT" || std::string(url) != "/objects")
-        return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "only PUT /objects writes\n");
+      x->push = m == "POST" && std::string(url) == "/push";
+      if (!x->push && (m != "PUT" || std::string(url) != "/objects"))
+        return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "only PUT /objects and POST /push write\n");
       x->spool = std::tmpfile();
       if (!x->spool) return Text(c, x, MHD_HTTP_INSUFFICIENT_STORAGE, "cannot keep the upload\n");
       x->write_allowed = true;
@@ -528,12 +566,9 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
   std::string token;
   if (a.allow_write) {
     if (a.token_file.empty()) return Fail(Status::InvalidArgument("--allow-write needs --token-file"), kUsage);
-    std::ifstream f(a.token_file, std::ios::binary);
-    if (!f) return Fail(Status::IOError("cannot read the token file " + a.token_file), kFailure);
-    token.assign(std::istreambuf_iterator<char>(f), {});
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-    if (token.size() < 16)
-      return Fail(Status::InvalidArgument("the token in " + a.token_file + " is shorter than 16 bytes"), kUsage);
+    chunkstore::Result<std::string> t = ReadTokenFile(a.token_file);
+    if (!t.ok()) return Fail(t.status(), t.status().IsInvalidArgument() ? kUsage : kFailure);
+    token = *t;
   }
   InterruptGuard guard;
   // A server reads the same chunks again and again (ranges of popular

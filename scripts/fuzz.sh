@@ -12,9 +12,9 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DCHUNKSTORE_FUZZ=ON -DCHUNKSTORE_BUILD_TESTS=OFF -DCHUNKSTORE_BUILD_BENCH=OFF \
   -DCHUNKSTORE_BUILD_EXAMPLES=OFF -DCHUNKSTORE_WERROR=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_record fuzz_manifest fuzz_ref fuzz_chunker fuzz_log fuzz_segment fuzz_sha256_pair fuzz_decompress fuzz_tree >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_record fuzz_manifest fuzz_ref fuzz_chunker fuzz_log fuzz_segment fuzz_sha256_pair fuzz_decompress fuzz_tree fuzz_push >/dev/null
 results=()
-for t in record manifest ref chunker log segment sha256_pair decompress tree; do
+for t in record manifest ref chunker log segment sha256_pair decompress tree push; do
   corpus=build-fuzz/corpus-$t
   mkdir -p "$corpus"
   log=build-fuzz/fuzz-$t.log

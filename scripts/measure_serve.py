@@ -10,7 +10,8 @@ alternating rounds (medians with min-max, ratios per round):
 - 32 KiB GETs at random offsets of that object, 8 keep-alive clients (wrk,
   2 threads), warm: requests per second;
 - `copy` of 1 GiB of new data from one directory store into a new one
-  against a durable `publish` of the same bytes into a new store;
+  against a durable `publish` of the same bytes into a new store, and the
+  same copy to a store served with `--allow-write` (`http://`, pushes);
 - `copy` of a second version with a one-byte edit: chunks sent.
 
 The payload is pseudo-random (incompressible). Writes
@@ -116,21 +117,41 @@ def main():
         src = os.path.join(work, "src")
         subprocess.run([exe, "--store", src, "-q", "publish", "--name", "big", big], check=True)
         copy_s, publish_s, copy_ratio = [], [], []
+        push_s, push_ratio = [], []
+        token = os.path.join(work, "token")
+        with open(token, "w") as f:
+            f.write("measure-serve-token-0123456789\n")
         for rnd in range(args.rounds):
             dst = os.path.join(work, f"dst{rnd}")
             fresh = os.path.join(work, f"fresh{rnd}")
-            pair = [("copy", lambda: timed([exe, "--store", src, "-q", "copy", "--to", dst])),
-                    ("publish", lambda: timed([exe, "--store", fresh, "-q", "publish", big]))]
-            if rnd % 2:
-                pair.reverse()
-            got = {name: fn() for name, fn in pair}
+            # A store served with writes allowed, which copy reaches as http://.
+            served = os.path.join(work, f"served{rnd}")
+            subprocess.run([exe, "--store", served, "-q", "init"], check=True)
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                wport = sock.getsockname()[1]
+            writer = subprocess.Popen([exe, "--store", served, "-q", "serve", "--listen", f"127.0.0.1:{wport}",
+                                       "--allow-write", "--token-file", token],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            push_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, f"push-cache{rnd}"))
+            trio = [("copy", lambda: timed([exe, "--store", src, "-q", "copy", "--to", dst])),
+                    ("publish", lambda: timed([exe, "--store", fresh, "-q", "publish", big])),
+                    ("push", lambda: timed([exe, "--store", src, "-q", "copy", "--to", f"http://127.0.0.1:{wport}",
+                                            "--token-file", token], env=push_env))]
+            trio = trio[rnd % 3:] + trio[:rnd % 3]
+            got = {name: fn() for name, fn in trio}
+            writer.terminate()
+            writer.wait()
             copy_s.append(got["copy"])
             publish_s.append(got["publish"])
             copy_ratio.append(got["publish"] / got["copy"])
-            shutil.rmtree(dst)
-            shutil.rmtree(fresh)
-            print(f"measure_serve: round {rnd + 1}: copy {got['copy']:.3f} s, publish {got['publish']:.3f} s",
-                  flush=True)
+            push_s.append(got["push"])
+            push_ratio.append(got["publish"] / got["push"])
+            for d in (dst, fresh, served, push_env["XDG_CACHE_HOME"]):
+                shutil.rmtree(d)
+            print(f"measure_serve: round {rnd + 1}: copy {got['copy']:.3f} s, publish {got['publish']:.3f} s, "
+                  f"copy to http {got['push']:.3f} s", flush=True)
         # A one-byte edit, copied after the first version.
         dst = os.path.join(work, "dst-edit")
         subprocess.run([exe, "--store", src, "-q", "copy", "--to", dst], check=True)
@@ -153,11 +174,13 @@ def main():
                       "range_32k_requests_per_s": stats(rps), "object_bytes": 256 << 20,
                       "wrk": f"wrk -t 2 -c 8 -d {args.wrk_seconds}s, 32 KiB ranges at random offsets"},
             "copy": {"copy_s": stats(copy_s), "publish_s": stats(publish_s), "copy_vs_publish": stats(copy_ratio),
+                     "copy_to_http_s": stats(push_s), "copy_to_http_vs_publish": stats(push_ratio),
                      "bytes": 1 << 30, "edit_chunks_sent": edit["chunks_sent"],
                      "edit_chunks_skipped": edit["chunks_skipped"]},
             "notes": "whole processes on one machine (server and clients share its cores); payload pseudo-random "
-                     "and in the page cache; cat and GET to /dev/null alternate in each round, as do copy and "
-                     "publish (a durable publish into a new store, the same bytes); ratios per round "
+                     "and in the page cache; cat and GET to /dev/null alternate in each round, and copy, "
+                     "publish (a durable publish into a new store, the same bytes) and copy to a store served "
+                     "with --allow-write (http://) rotate; ratios per round "
                      "(cat time / GET time, publish time / copy time)",
         }
         print("measure_serve: wrote", write_measurement("serve", out))

@@ -34,6 +34,9 @@ def serve_section(m, rel_path):
              f"| `copy` directory → directory, {cp['bytes'] >> 30} GiB of new data | ≥ 0.8× a durable publish of it | "
              f"{_mm(cp['copy_vs_publish'])}× (copy {_mm(cp['copy_s'], 3)} s, publish {_mm(cp['publish_s'], 3)} s) | "
              f"{_met(cp['copy_vs_publish']['median'] >= 0.8)} |",
+             *([f"| `copy` directory → `http://` (a store served with `--allow-write`, same machine), "
+                f"{cp['bytes'] >> 30} GiB of new data | — | {_mm(cp['copy_to_http_vs_publish'])}× a durable publish "
+                f"(copy {_mm(cp['copy_to_http_s'], 3)} s) | |"] if "copy_to_http_s" in cp else []),
              f"| `copy` of a second version with a one-byte edit | ≤ 2 chunks + metadata | "
              f"chunks sent: {cp['edit_chunks_sent']}, skipped: {cp['edit_chunks_skipped']} | "
              f"{_met(cp['edit_chunks_sent'] <= 2)} |"]

@@ -4,7 +4,8 @@
 suffix, open and multiple ranges, HEAD, If-None-Match, If-Range, many
 objects at once with --parallel) and Python's urllib (concurrent clients,
 every byte checked), a slow client that must not hold up the others,
-writes with and without the token, the store opened from another
+writes with and without the token, copies to a served store (only what
+it lacks; forged pushes refused), the store opened from another
 process as an http:// store (ls, cat, restore, verify, copy; writes
 refused; new publishes seen), the S3 answers under /blobs to crafted
 requests, and a damaged pack that must end a transfer short rather than
@@ -204,6 +205,65 @@ def main():
         reply = json.loads(r.stdout)
         check(reply.get("id") == big_id and reply.get("name") == "uploaded/big", "a write with the token: 201 and the id")
         check(get(f"{u}/names/uploaded/big")[2] == big, "what was written reads back")
+    finally:
+        srv.stop()
+
+    # copy --to http://: only what the server's store lacks, each push
+    # checked whole by the server before it commits.
+    pushed = os.path.join(work, "pushed")
+    cs(pushed, "-q", "init")
+    srv = Server(pushed, "--allow-write", "--token-file", token)
+    u = srv.url
+    pcache = os.path.join(work, "push-cache")
+    try:
+        r = run(store, "copy", "--to", u, cache=pcache)
+        check(r.returncode != 0 and b"token" in r.stderr, f"copy to http without a token is refused: {r.stderr!r}")
+        wrong = os.path.join(work, "wrong-token")
+        with open(wrong, "w") as f:
+            f.write("not-the-token-not-the-token\n")
+        r = run(store, "copy", "--to", u, "--token-file", wrong, cache=pcache)
+        check(r.returncode != 0 and b"401" in r.stderr, f"copy to http with another token is refused: {r.stderr!r}")
+        check(run(pushed, "ls").stdout == b"", "refused copies added nothing")
+        r = run(store, "--json", "copy", "--to", u, "--token-file", token, cache=pcache)
+        rep = json.loads(r.stdout or b"{}")
+        check(r.returncode == 0 and rep.get("chunks_sent", 0) > 0, f"copy to http: {r.stderr[-300:]!r}")
+        check(run(pushed, "ls").stdout == run(store, "ls").stdout, "the server's store has every name")
+        check(run(pushed, "cat", "models/big").stdout == big, "copied to http, read back on the server")
+        check(run(pushed, "cat", "site:sub/f.txt").stdout == b"in a tree\n", "a tree copied to http")
+        check(run(pushed, "verify").returncode == 0, "the server's store verifies")
+        r = run(store, "--json", "copy", "--to", u, "--token-file", token, cache=pcache)
+        rep = json.loads(r.stdout or b"{}")
+        check(r.returncode == 0 and rep.get("chunks_sent") == 0 and rep.get("name_versions") == 0,
+              f"copy to http again sends nothing: {rep}")
+        edited = bytearray(big)
+        edited[3 << 20] ^= 1
+        with open(os.path.join(work, "edited"), "wb") as f:
+            f.write(edited)
+        cs(store, "-q", "publish", "--name", "models/big", os.path.join(work, "edited"))
+        env = dict(os.environ, CHUNKSTORE_TOKEN_FILE=token, XDG_CACHE_HOME=pcache)
+        r = subprocess.run([EXE, "--store", store, "--json", "copy", "--to", u, "models/big"], capture_output=True,
+                           env=env)
+        rep = json.loads(r.stdout or b"{}")
+        check(r.returncode == 0 and 1 <= rep.get("chunks_sent", 99) <= 2 and rep.get("name_versions") == 1,
+              f"a one-byte edit sends at most 2 chunks to http (token from $CHUNKSTORE_TOKEN_FILE): {rep} {r.stderr!r}")
+        check(run(pushed, "cat", "models/big").stdout == bytes(edited), "the edit reads back on the server")
+        cs(store, "-q", "publish", "--name", "models/big", os.path.join(work, "big"))  # back, for what follows
+        # A forged push (an object that is not its id) is refused whole.
+        before = run(pushed, "ls").stdout
+        forged_id = hashlib.sha256(b"the real content").digest()
+        body = b"CKPUSH1\0" + b"I" + forged_id + b"\0" + (6).to_bytes(4, "little") + b"forged"
+        body += b"N" + (6).to_bytes(2, "little") + b"forged" + forged_id + (0).to_bytes(8, "little")
+        body += b"E" + (2).to_bytes(8, "little")
+        with open(os.path.join(work, "forged"), "wb") as f:
+            f.write(body)
+        r = curl("-X", "POST", "-H", "Authorization: Bearer 0123456789abcdef0123456789abcdef", "--data-binary",
+                 "@" + os.path.join(work, "forged"), "-w", "%{http_code}", f"{u}/push")
+        check(r.stdout.endswith(b"422") and b"Corruption" in r.stdout, f"a forged push: 422 {r.stdout[-200:]!r}")
+        r = curl("-X", "POST", "--data-binary", "@" + os.path.join(work, "forged"), "-o", "/dev/null", "-w",
+                 "%{http_code}", f"{u}/push")
+        check(r.stdout == b"401", "a push without the token: 401")
+        check(run(pushed, "ls").stdout == before, "refused pushes changed nothing")
+        check(any("refused a push" in line for line in srv.log), "a refused push is logged")
     finally:
         srv.stop()
 

@@ -115,6 +115,10 @@ struct Options {
   // The most bytes chunk_cache_dir may hold; the least recently read
   // chunks go first (default 1 GiB; 0: no disk cache).
   uint64_t chunk_cache_bytes = 1ull << 30;
+  // http:// stores: the bearer token of the server (serve --allow-write
+  // --token-file) that lets CopyTo send it what it lacks (default none:
+  // the store is only read). Keep it out of command lines.
+  std::string http_token;
   // Bucket stores: apply other writers' new log records when the store
   // opens (default true).
   bool refresh_on_open = true;

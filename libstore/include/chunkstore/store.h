@@ -166,6 +166,14 @@ struct CopyReport {
   std::vector<std::string> diverged;
 };
 
+struct ReceiveReport {
+  uint64_t objects = 0;         // objects the push added (or added again)
+  uint64_t chunks_written = 0;  // chunks the store did not hold
+  uint64_t chunks_present = 0;  // chunks it held already
+  uint64_t bytes_written = 0;   // raw bytes of the chunks written
+  uint64_t name_versions = 0;   // name versions added
+};
+
 struct StoreStats {
   uint64_t objects = 0;
   uint64_t names = 0;          // distinct names
@@ -406,8 +414,24 @@ class Store {
   // is a beginning of the source's; otherwise the source's versions after
   // their common beginning are added after the destination's, as new
   // versions (CopyReport::diverged). InvalidArgument when dst is this
-  // store.
+  // store. dst may be an http:// store whose server takes writes (serve
+  // --allow-write, Options::http_token): what it lacks is then sent as push
+  // streams (Receive), one per commit, each checked whole by the server
+  // before it commits.
   Result<CopyReport> CopyTo(Store& dst, const std::vector<std::string>& refs = {}, const CopyOptions& options = {});
+
+  // Takes in a push stream (docs/format.md, "Push streams"): what CopyTo
+  // sends an http:// store, handed here by `serve --allow-write` (POST
+  // /push). read_at(offset, buf, n) must read exactly n bytes of the
+  // stream, which is `size` bytes long. The stream is untrusted input:
+  // every chunk is checked against its id, and every object's whole
+  // content against its id (chunks the push does not carry are read from
+  // this store, verified); a tree must decode and name only objects the
+  // push or the store holds, and so must every name version. Only then is
+  // all of it committed, as one change. Any fault is an error naming the
+  // record (Corruption for bytes that are not what they claim), and the
+  // store is left as it was. Thread safety: as Publish.
+  Result<ReceiveReport> Receive(const std::function<Status(uint64_t, void*, size_t)>& read_at, uint64_t size);
 
   // This store as a read-only bucket (docs/format.md, "Bucket layout"), for
   // `serve` to hand to machines that open it as an http:// store: a bucket

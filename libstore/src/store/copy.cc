@@ -11,7 +11,9 @@
 // source's manifest, chain states included) follows its chunks. The session
 // commits whenever it has written commit_every bytes, and a new one goes
 // on: chunks committed earlier are then found in the destination, and a
-// rerun after a failure finds them too.
+// rerun after a failure finds them too. To an http:// store the same
+// happens through a push sink (copy_sink.h): each commit is one push
+// stream, which the server checks whole before committing it.
 #include <algorithm>
 #include <deque>
 #include <future>
@@ -23,6 +25,7 @@
 #include "index/refs.h"
 #include "ingest/source.h"
 #include "read/reader.h"
+#include "store/copy_sink.h"
 #include "store/store_impl.h"
 #include "store/trees.h"
 
@@ -36,7 +39,8 @@ class Copier {
  public:
   Copier(Store::Impl* src, Store::Impl* dst, const CopyOptions& o, CopyReport* report)
       : src_(src), dst_(dst), o_(o), report_(report),
-        parallel_(o.parallel ? o.parallel : src->blobs ? 16 : std::max(1u, src->threads)), pool_(parallel_) {
+        parallel_(o.parallel ? o.parallel : src->blobs ? 16 : std::max(1u, src->threads)), pool_(parallel_),
+        sink_(dst->push_url.empty() ? NewSessionSink(dst) : NewPushSink(dst)) {
     const ChunkerParams& a = src->meta.chunking;
     const ChunkerParams& b = dst->meta.chunking;
     rechunk_ = a.min_size != b.min_size || a.avg_size != b.avg_size || a.max_size != b.max_size || a.level != b.level;
@@ -50,20 +54,15 @@ class Copier {
   Status Finish() { return Commit(); }
 
  private:
-  PublishSession& Session() {
-    if (!session_) session_ = std::make_unique<PublishSession>(dst_->publish_target());
-    return *session_;
-  }
   Status Commit() {
-    if (!session_) return Status::OK();
-    Status s = session_->Commit();
-    session_.reset();
-    if (s.ok()) ++report_->commits;
+    bool committed = false;
+    Status s = sink_->Commit(&committed);
+    if (committed) ++report_->commits;
     return s;
   }
   // Commits once enough has been written since the last commit.
   Status MaybeCommit() {
-    if (session_ && session_->written_bytes() >= o_.commit_every) return Commit();
+    if (sink_->pending_bytes() >= o_.commit_every) return Commit();
     return Status::OK();
   }
   bool Cancelled() const { return o_.cancel && o_.cancel->load(std::memory_order_relaxed); }
@@ -71,15 +70,7 @@ class Copier {
   // version): in the session, or checked to be in the destination and
   // checked again at commit. An earlier commit of this copy put it there,
   // and until something names it a gc there may take it.
-  Status Named(const Digest& id) {
-    if (Session().Holds(id)) return Status::OK();
-    Result<uint64_t> there = Session().ReuseObject(id);
-    if (there.ok()) return Status::OK();
-    if (there.status().IsNotFound())
-      return Status::Busy("a gc at the destination removed object " + id.ObjectId() +
-                          ", which this copy had sent; copy again");
-    return there.status();
-  }
+  Status Named(const Digest& id) { return sink_->Named(id); }
   // Whether the destination holds id as it should be (a tree as a tree);
   // *pinned says whether it is pinned there.
   Result<bool> DstHas(const Digest& id, bool tree, bool* pinned) {
@@ -99,7 +90,7 @@ class Copier {
   CopyReport* report_;
   const unsigned parallel_;
   TaskPool pool_;
-  std::unique_ptr<PublishSession> session_;
+  std::unique_ptr<CopySink> sink_;
   // The destination cuts differently: objects are read whole and cut as
   // it cuts, so that its own later publishes of the same content find
   // the same chunks.
@@ -132,7 +123,7 @@ Status Copier::Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& en
     for (auto& w : wanted) {
       Result<std::optional<ChunkLocation>> have = dst_db->FindChunk(w.first);
       if (!have.ok()) return have.status();
-      if (have->has_value()) ++report_->chunks_skipped;
+      if (have->has_value() || sink_->Sent(w.first)) ++report_->chunks_skipped;
       else missing.push_back(w);
     }
     wanted = std::move(missing);
@@ -157,7 +148,7 @@ Status Copier::Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& en
       return bytes.status();
     }
     const Buffer& b = **bytes;
-    Result<bool> written = Session().AddChunk(wanted[at].first, b.data(), static_cast<uint32_t>(b.size()));
+    Result<bool> written = sink_->AddChunk(wanted[at].first, b.data(), static_cast<uint32_t>(b.size()));
     if (!written.ok()) return written.status();
     if (*written) {
       ++report_->chunks_sent;
@@ -207,16 +198,7 @@ Status Copier::Object(const Digest& id, bool pinned, int depth) {
     // Content in the row: checked, then stored as the destination stores
     // small objects (inline, or as a chunk on a bucket).
     CHUNKSTORE_RETURN_IF_ERROR(CheckInline(id, row.size, row.manifest));
-    IngestedChunk c;
-    c.id = id;
-    c.length = static_cast<uint32_t>(row.size);
-    c.data = reinterpret_cast<const uint8_t*>(row.manifest.data());
-    if (row.size > dst_->meta.inline_max) {
-      c.codec = TryCompress(c.data, c.length, &c.packed, {dst_->meta.compression});
-      if (c.codec == Codec::kRaw) c.packed.clear();
-    }
-    Result<PublishResult> r = Session().AddWhole(c, "", role);
-    if (!r.ok()) return r.status();
+    CHUNKSTORE_RETURN_IF_ERROR(sink_->AddWhole(id, row.manifest, role));
     if (*have) ++report_->objects_present;
     else ++report_->objects_copied;
   } else if (rechunk_ && !*have) {
@@ -234,11 +216,10 @@ Status Copier::Object(const Digest& id, bool pinned, int depth) {
       if (Cancelled()) return Status::IOError("interrupted");
       return r->Read(buf, n);
     });
-    Result<PublishResult> added = Session().AddSource(source, "", role);
-    if (!added.ok()) return added.status();
-    if (added->id != oid) return Status::Corruption("object " + oid + " read back as other content", oid);
-    report_->chunks_sent += added->chunks - added->reused_chunks;
-    report_->chunks_skipped += added->reused_chunks;
+    uint64_t written = 0, reused = 0;
+    CHUNKSTORE_RETURN_IF_ERROR(sink_->AddSource(id, row.size, source, role, &written, &reused));
+    report_->chunks_sent += written;
+    report_->chunks_skipped += reused;
     report_->bytes_sent += row.size;
     ++report_->objects_copied;
   } else {
@@ -247,8 +228,7 @@ Status Copier::Object(const Digest& id, bool pinned, int depth) {
     if (m->entries.size() != row.chunk_count)
       return Status::Corruption("object " + oid + ": its manifest and its row disagree on its chunks", oid);
     if (!*have) CHUNKSTORE_RETURN_IF_ERROR(Chunks(row, m->entries));
-    Result<PublishResult> r = Session().AddObject(id, row.size, m->entries, m->chain, "", role);
-    if (!r.ok()) return r.status();
+    CHUNKSTORE_RETURN_IF_ERROR(sink_->AddObject(id, row.size, *m, role));
     if (*have) ++report_->objects_present;
     else ++report_->objects_copied;
   }
@@ -282,7 +262,7 @@ Status Copier::Name(const std::string& name) {
     const NameRow& v = src_history[i].row;
     CHUNKSTORE_RETURN_IF_ERROR(Object(v.object, false));
     CHUNKSTORE_RETURN_IF_ERROR(Named(v.object));
-    Session().AddNameVersion(name, v.object, v.created);
+    CHUNKSTORE_RETURN_IF_ERROR(sink_->AddNameVersion(name, v.object, v.created));
     ++report_->name_versions;
   }
   return MaybeCommit();
@@ -294,6 +274,9 @@ Result<CopyReport> Store::CopyTo(Store& dst, const std::vector<std::string>& ref
   if (dst.impl_ == impl_ || dst.impl_->store_id == impl_->store_id)
     return Status::InvalidArgument("the source and the destination are the same store");
   if (dst.impl_->read_only) return Status::InvalidArgument("the destination " + dst.dir() + " is read-only");
+  if (!dst.impl_->push_url.empty() && dst.impl_->options.http_token.empty())
+    return Status::InvalidArgument("copying to " + dst.dir() +
+                                   " needs the token of its server (serve --allow-write --token-file)");
   // What to copy, settled before anything is: names, then objects.
   std::vector<std::string> names;
   std::vector<Digest> objects;

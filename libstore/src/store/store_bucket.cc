@@ -112,6 +112,7 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
         std::move(*blobs), base + " is a served store, read-only; change the store it serves instead");
     impl->blobs = impl->owned_blobs.get();
     impl->dir = base;
+    impl->push_url = base + "/push";
     if (cache.empty()) cache = DefaultCacheRoot() + "/" + Sha256::Of(base.data(), base.size()).Hex().substr(0, 16);
   } else {
     Result<S3Location> where = ParseS3Url(location);

@@ -38,6 +38,7 @@ struct Store::Impl : std::enable_shared_from_this<Store::Impl> {
   BlobStore* blobs = nullptr;       // set for bucket stores
   unsigned threads = 1;
   bool read_only = false;
+  std::string push_url;             // http:// stores: where CopyTo sends pushes (BASE/push)
   internal::StoreMeta meta;
   std::string store_id;
   // What opening the store noticed and mended (Store::notices).
