@@ -344,8 +344,9 @@ MHD_Result ListNames(MHD_Connection* c, Exchange* x) {
 }
 
 // A copy from another machine (Store::Receive checks all of it before it
-// commits): 200 and what it added, 422 if anything in it is not what it
-// claims, and nothing is kept.
+// commits): 200 and what it added; 422 if anything in it is not what it
+// claims, 409 if it leans on something this store lacks; then nothing of
+// it is kept.
 MHD_Result Push(MHD_Connection* c, Exchange* x, int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Text(c, x, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the upload\n");
@@ -366,6 +367,8 @@ MHD_Result Push(MHD_Connection* c, Exchange* x, int fd) {
       x->server->Log("chunkstore: serve: refused a push: " + Printable(got.status().message()));
       return Text(c, x, 422 /* Unprocessable Content */, "Corruption: " + got.status().message() + "\n");
     }
+    if (got.status().IsNotFound())  // the sender's view of this store is behind
+      return Text(c, x, MHD_HTTP_CONFLICT, "NotFound: " + got.status().message() + "\n");
     return Failure(c, x, got.status());
   }
   nlohmann::ordered_json j = {{"objects", got->objects},

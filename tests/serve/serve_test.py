@@ -266,6 +266,20 @@ def main():
         check(any("refused a push" in line for line in srv.log), "a refused push is logged")
     finally:
         srv.stop()
+    # To a served store that cuts otherwise: objects travel whole, cut there.
+    small = os.path.join(work, "small-edits")
+    cs(small, "-q", "init", "--profile", "small-edits")
+    srv = Server(small, "--allow-write", "--token-file", token)
+    try:
+        r = run(store, "--json", "copy", "--to", srv.url, "--token-file", token, "models/big",
+                cache=os.path.join(work, "small-cache"))
+        rep = json.loads(r.stdout or b"{}")
+        check(r.returncode == 0 and rep.get("bytes_sent", 0) >= len(big), f"copy to http, cut otherwise: {rep}")
+        st = json.loads(run(small, "--json", "stat", "models/big").stdout or b"{}")
+        check(st.get("chunks", 0) > 30, f"the server cut it as it cuts (64 KiB on average): {st.get('chunks')}")
+        check(run(small, "cat", "models/big").stdout == big, "cut otherwise, read back on the server")
+    finally:
+        srv.stop()
 
     # The store from another process, as an http:// store.
     srv = Server(store)

@@ -180,10 +180,11 @@ TEST_F(ReceiveTest, RefusesForgeriesAndKeepsNothingOfThem) {
   ASSERT_TRUE(tree_bytes.ok());
   const std::string tree_content(tree_bytes->begin(), tree_bytes->end());
 
+  enum Expect { kCorrupt, kMissing, kInvalid };
   struct Case {
     const char* what;
     std::function<void(PushWriter&)> write;
-    bool corruption;
+    Expect expect;
   };
   const std::vector<Case> cases = {
       {"a chunk whose bytes are not its id",
@@ -192,27 +193,39 @@ TEST_F(ReceiveTest, RefusesForgeriesAndKeepsNothingOfThem) {
          bad[7] ^= 1;
          w.Chunk(a.entries[0].id, bad.data(), a.entries[0].length);
        },
-       true},
+       kCorrupt},
+      {"an object whose content is its id but whose chunk claims another's",
+       [&](PushWriter& w) {
+         // The object hashes right; only the chunk's own hash shows that
+         // its bytes are not what its id names (a poisoned chunk).
+         std::vector<uint8_t> content = a.content;
+         content[100] ^= 1;
+         w.Chunk(a.entries[0].id, content.data(), a.entries[0].length);
+         for (size_t i = 1; i < 3; ++i) w.Chunk(a.entries[i].id, a.pieces[i].data(), a.entries[i].length);
+         w.Object(IdOf(content), 0, content.size(), a.entries);
+         w.Name("poisoned", IdOf(content), 0);
+       },
+       kCorrupt},
       {"an object claiming another content's id",
        [&](PushWriter& w) {
          for (size_t i = 0; i < 3; ++i) w.Chunk(a.entries[i].id, a.pieces[i].data(), a.entries[i].length);
          w.Object(IdOf(other), 0, a.content.size(), a.entries);
          w.Name("forged", IdOf(other), 0);
        },
-       true},
+       kCorrupt},
       {"an object claiming a held object's id with other chunks",
        [&](PushWriter& w) {
          for (size_t i = 0; i < 2; ++i) w.Chunk(a.entries[i].id, a.pieces[i].data(), a.entries[i].length);
          std::vector<ManifestEntry> two(a.entries.begin(), a.entries.begin() + 2);
          w.Object(held.id, 0, 16000, two);
        },
-       true},
+       kCorrupt},
       {"an object with a chunk neither pushed nor held",
        [&](PushWriter& w) {
          w.Chunk(a.entries[0].id, a.pieces[0].data(), a.entries[0].length);
          w.Object(a.id, 0, a.content.size(), a.entries);
        },
-       true},
+       kMissing},
       {"an object listing a pushed chunk at another length",
        [&](PushWriter& w) {
          for (size_t i = 0; i < 3; ++i) w.Chunk(a.entries[i].id, a.pieces[i].data(), a.entries[i].length);
@@ -221,26 +234,26 @@ TEST_F(ReceiveTest, RefusesForgeriesAndKeepsNothingOfThem) {
          e[1].length -= 1;
          w.Object(a.id, 0, a.content.size(), e);
        },
-       true},
+       kCorrupt},
       {"a whole object that is not its id",
-       [&](PushWriter& w) { w.Whole(IdOf(std::string("one")), 0, "two"); }, true},
+       [&](PushWriter& w) { w.Whole(IdOf(std::string("one")), 0, "two"); }, kCorrupt},
       {"a stream to cut that is not its id",
        [&](PushWriter& w) {
          w.SourceHeader(IdOf(other), 0, a.content.size());
          w.Raw(a.content.data(), a.content.size());
        },
-       true},
-      {"a name for an object nowhere", [&](PushWriter& w) { w.Name("ghost", a.id, 0); }, true},
+       kCorrupt},
+      {"a name for an object nowhere", [&](PushWriter& w) { w.Name("ghost", a.id, 0); }, kMissing},
       {"an invalid name",
        [&](PushWriter& w) {
          held.PushAll(w);
          w.Name(std::string("bad\0name", 8), held.id, 0);
        },
-       false},
+       kInvalid},
       {"a tree that is not one",
-       [&](PushWriter& w) { a.PushAll(w, internal::kPushTree); }, true},
+       [&](PushWriter& w) { a.PushAll(w, internal::kPushTree); }, kCorrupt},
       {"a tree whose files are nowhere",
-       [&](PushWriter& w) { w.Whole(IdOf(tree_content), internal::kPushTree, tree_content); }, true},
+       [&](PushWriter& w) { w.Whole(IdOf(tree_content), internal::kPushTree, tree_content); }, kMissing},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -250,8 +263,10 @@ TEST_F(ReceiveTest, RefusesForgeriesAndKeepsNothingOfThem) {
     p.w().End();
     auto r = Take(*store_, p.Bytes());
     ASSERT_FALSE(r.ok());
-    if (c.corruption) EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
-    else EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+    const bool expected = c.expect == kCorrupt   ? r.status().IsCorruption()
+                          : c.expect == kMissing ? r.status().IsNotFound()
+                                                 : r.status().IsInvalidArgument();
+    EXPECT_TRUE(expected) << r.status().ToString();
     EXPECT_EQ(State(), before);
     auto nothing = store_->OpenReader(a.id.ObjectId());
     EXPECT_FALSE(nothing.ok());
@@ -263,6 +278,24 @@ TEST_F(ReceiveTest, RefusesForgeriesAndKeepsNothingOfThem) {
   auto v = store_->Verify();
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->corrupt());
+}
+
+TEST_F(ReceiveTest, AStreamIsCutAsThisStoreCuts) {
+  const std::vector<uint8_t> content = RandomBytes(100000, 9);
+  Push p;
+  p.w().SourceHeader(IdOf(content), 0, content.size());
+  p.w().Raw(content.data(), content.size());
+  p.w().Name("cut", IdOf(content), 0);
+  p.w().End();
+  auto r = Take(*store_, p.Bytes());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->chunks_written, 3u);  // SmallChunks: 16 KiB at most
+  auto st = store_->Stat("cut");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->chunks, r->chunks_written);
+  auto back = testing::ReadObject(*store_, "cut");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, content);
 }
 
 TEST_F(ReceiveTest, ATreeArrivesWithItsFiles) {

@@ -429,8 +429,9 @@ class Store {
   // this store, verified); a tree must decode and name only objects the
   // push or the store holds, and so must every name version. Only then is
   // all of it committed, as one change. Any fault is an error naming the
-  // record (Corruption for bytes that are not what they claim), and the
-  // store is left as it was. Thread safety: as Publish.
+  // record (Corruption for bytes that are not what they claim, NotFound
+  // for a chunk or object the push leans on that this store lacks), and
+  // the store is left as it was. Thread safety: as Publish.
   Result<ReceiveReport> Receive(const std::function<Status(uint64_t, void*, size_t)>& read_at, uint64_t size);
 
   // This store as a read-only bucket (docs/format.md, "Bucket layout"), for

@@ -253,6 +253,7 @@ Status PushSink::Post() {
   if (code == 401 || code == 403) return Status::PermissionDenied(msg);
   if (code == 405) return Status::InvalidArgument(msg);
   if (code == 503) return Status::Busy(msg);
+  if (code == 409) return Status::Busy(msg + " (its store changed since this copy looked; copy again)");
   if (code == 400) return Status::InvalidArgument(msg);
   if (code == 422) return Status::Corruption(msg);
   return Status::IOError(msg);

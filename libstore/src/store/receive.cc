@@ -6,14 +6,17 @@
 // input: a forged object could claim the id of content it is not, and
 // every later copy or publish of the real content would find "its" id
 // present and send nothing. So nothing in a push is taken on its word.
-// Each chunk is hashed against its id on arrival. Each object's whole
-// content is hashed against its id (with its chain states computed here,
-// never taken from the stream), reading the chunks the push does not carry
-// from this store, verified as every read is; those are then re-checked
-// at commit like any chunk a publish reuses. A tree is decoded, and every
+// Each object's whole content is hashed against its id (with its chain
+// states computed here, never taken from the stream), reading the chunks
+// the push does not carry from this store, verified as every read is
+// (and re-checked at commit like any chunk a publish reuses); each pushed
+// chunk is hashed against its id in the same pass, two-lane where the SHA
+// unit allows, when the first object that lists it is hashed. A tree is decoded, and every
 // object it names must be in the push or the store; so must every object
 // a name points at. Only when the whole stream has passed is anything
 // committed, as one change; any fault leaves the store as it was.
+// Something missing is NotFound rather than Corruption: the sender's view
+// of this store may only be behind (a gc here removed what it saw).
 #include <cstring>
 #include <unordered_map>
 
@@ -35,23 +38,30 @@ class Receiver {
   Receiver(Store::Impl* impl, const ReadAt& read_at, ReceiveReport* report)
       : impl_(impl), read_at_(read_at), report_(report), session_(impl->publish_target()) {}
 
+  // A chunk is only noted here: it is hashed against its id when the
+  // first object that lists it is hashed (in the same pass, Sha256Stream::
+  // UpdateAlongside), or at the end if no object lists it.
   Status Chunk(const PushRecord& r) {
     const std::string hex = r.id.Hex();
     if (r.length > impl_->meta.chunking.max_size)
       return Status::Corruption("chunk " + hex + " is longer than this store's largest chunk", "", hex);
-    std::vector<uint8_t> raw(r.length);
-    CHUNKSTORE_RETURN_IF_ERROR(read_at_(r.data, raw.data(), raw.size()));
-    if (Sha256::Of(raw.data(), raw.size()) != r.id)
-      return Status::Corruption("chunk " + hex + ": the pushed bytes do not hash to its id", "", hex);
-    Result<bool> written = session_.AddChunk(r.id, raw.data(), r.length);
-    if (!written.ok()) return written.status();
-    if (*written) {
-      ++report_->chunks_written;
-      report_->bytes_written += r.length;
-    } else {
-      ++report_->chunks_present;
+    auto [at, fresh] = pushed_.emplace(r.id, Pushed{r.data, static_cast<uint32_t>(r.length), false});
+    if (!fresh && at->second.length != r.length)
+      return Status::Corruption("chunk " + hex + " is pushed twice at different lengths", "", hex);
+    return Status::OK();
+  }
+
+  // Pushed chunks no object listed, checked and added before the commit.
+  Status Unlisted() {
+    for (auto& [id, p] : pushed_) {
+      if (p.added) continue;
+      auto b = std::make_shared<Buffer>(p.length);
+      CHUNKSTORE_RETURN_IF_ERROR(read_at_(p.offset, b->data(), p.length));
+      if (Sha256::Of(b->data(), p.length) != id)
+        return Status::Corruption("chunk " + id.Hex() + ": the pushed bytes do not hash to its id", "", id.Hex());
+      CHUNKSTORE_RETURN_IF_ERROR(Add(id, *b));
+      p.added = true;
     }
-    pushed_.emplace(r.id, std::make_pair(r.data, static_cast<uint32_t>(r.length)));
     return Status::OK();
   }
 
@@ -63,10 +73,29 @@ class Receiver {
     if ((r.flags & kPushTree) && r.size > kMaxTreeBytes)
       return Status::Corruption("object " + oid + ": a tree larger than trees may be", oid);
     for (const ManifestEntry& e : r.entries) {
-      Result<ChunkLoader::Bytes> bytes = ChunkBytes(oid, e);
+      Pushed* pushed = nullptr;
+      Result<ChunkLoader::Bytes> bytes = ChunkBytes(oid, e, &pushed);
       if (!bytes.ok()) return bytes.status();
+      const uint8_t* p = (*bytes)->data();
+      size_t left = (*bytes)->size();
       hash.MarkChunk();
-      hash.Update((*bytes)->data(), (*bytes)->size());
+      if (pushed && !pushed->added) {
+        // The chunk's own hash shares the object hash's pass.
+        Sha256Partial own;
+        own.Start(p, left);
+        while (left > 0 && own.HasBlocks()) {
+          const size_t used = hash.UpdateAlongside(p, left, own);
+          p += used;
+          left -= used;
+        }
+        hash.Update(p, left);
+        if (own.Finish() != e.id)
+          return Status::Corruption("chunk " + e.id.Hex() + ": the pushed bytes do not hash to its id", "", e.id.Hex());
+        CHUNKSTORE_RETURN_IF_ERROR(Add(e.id, **bytes));
+        pushed->added = true;
+      } else {
+        hash.Update(p, left);
+      }
       if (r.flags & kPushTree) tree_bytes.append(reinterpret_cast<const char*>((*bytes)->data()), (*bytes)->size());
     }
     const Digest got = r.entries.empty() ? Sha256::Of(nullptr, 0) : hash.Finish();
@@ -141,26 +170,36 @@ class Receiver {
     return Status::OK();
   }
 
-  Status Commit() { return session_.Commit(); }
+  Status Commit() {
+    CHUNKSTORE_RETURN_IF_ERROR(Unlisted());
+    return session_.Commit();
+  }
 
  private:
-  // A chunk of an object: from the push, or from this store (verified).
-  Result<ChunkLoader::Bytes> ChunkBytes(const std::string& oid, const ManifestEntry& e) {
+  struct Pushed {
+    uint64_t offset;
+    uint32_t length;
+    bool added;  // hashed against its id and added to the session
+  };
+
+  // A chunk of an object: from the push (*pushed set; not yet checked
+  // unless added), or from this store (verified as it is read).
+  Result<ChunkLoader::Bytes> ChunkBytes(const std::string& oid, const ManifestEntry& e, Pushed** pushed) {
     auto p = pushed_.find(e.id);
     if (p != pushed_.end()) {
-      if (p->second.second != e.length)
-        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is " + std::to_string(p->second.second) +
+      if (p->second.length != e.length)
+        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is " + std::to_string(p->second.length) +
                                       " bytes, not " + std::to_string(e.length),
                                   oid, e.id.Hex());
       auto b = std::make_shared<Buffer>(e.length);
-      CHUNKSTORE_RETURN_IF_ERROR(read_at_(p->second.first, b->data(), e.length));
+      CHUNKSTORE_RETURN_IF_ERROR(read_at_(p->second.offset, b->data(), e.length));
+      *pushed = &p->second;
       return ChunkLoader::Bytes(std::move(b));
     }
     Result<std::optional<ChunkLocation>> loc = impl_->index.Lock()->FindChunk(e.id);
     if (!loc.ok()) return loc.status();
     if (!loc->has_value())
-      return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is neither in the push nor in this store",
-                                oid, e.id.Hex());
+      return Status::NotFound("object " + oid + ": chunk " + e.id.Hex() + " is neither in the push nor in this store");
     Result<ChunkLoader::Bytes> b = impl_->loader->Load(oid, e.id, **loc, false, false);
     if (!b.ok()) return b.status();
     if ((*b)->size() != e.length)
@@ -171,6 +210,19 @@ class Receiver {
     Result<bool> noted = session_.AddChunk(e.id, (*b)->data(), static_cast<uint32_t>((*b)->size()));
     if (!noted.ok()) return noted.status();
     return b;
+  }
+
+  // A checked chunk, written unless the session or the store holds it.
+  Status Add(const Digest& id, const Buffer& b) {
+    Result<bool> written = session_.AddChunk(id, b.data(), static_cast<uint32_t>(b.size()));
+    if (!written.ok()) return written.status();
+    if (*written) {
+      ++report_->chunks_written;
+      report_->bytes_written += b.size();
+    } else {
+      ++report_->chunks_present;
+    }
+    return Status::OK();
   }
 
   // The object's role; a tree's content decoded and what it names found.
@@ -193,8 +245,7 @@ class Receiver {
     Result<uint64_t> there = session_.ReuseObject(id);
     if (there.ok()) return Status::OK();
     if (there.status().IsNotFound())
-      return Status::Corruption(who + " object " + id.ObjectId() + ", which neither the push nor this store holds",
-                                id.ObjectId());
+      return Status::NotFound(who + " object " + id.ObjectId() + ", which neither the push nor this store holds");
     return there.status();
   }
 
@@ -202,7 +253,7 @@ class Receiver {
   const ReadAt& read_at_;
   ReceiveReport* report_;
   PublishSession session_;
-  std::unordered_map<Digest, std::pair<uint64_t, uint32_t>, DigestHash> pushed_;  // where each pushed chunk is
+  std::unordered_map<Digest, Pushed, DigestHash> pushed_;  // where each pushed chunk is
 };
 
 }  // namespace
