@@ -4,7 +4,9 @@
 alternating rounds (medians with min-max, ratios per round):
 
 - a full GET of a 256 MiB object through `serve` (curl to /dev/null)
-  against `chunkstore cat REF > /dev/null` of the same object;
+  against `chunkstore cat REF > /dev/null` of the same object, with the
+  CPU time of each (the GET's: the server's and curl's), and the bound it
+  sets: no GET can take less than its CPU time over the cores;
 - `chunkstore --store http://HOST:PORT cat` of it (a served store read as
   a bucket, every chunk verified by the client) against the local `cat`;
 - 32 KiB GETs at random offsets of that object, 8 keep-alive clients (wrk,
@@ -20,6 +22,7 @@ import argparse
 import datetime
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -47,6 +50,21 @@ def timed(cmd, **kw):
     start = time.perf_counter()
     subprocess.run(cmd, check=True, **kw)
     return time.perf_counter() - start
+
+
+def timed_cpu(cmd, **kw):
+    """Wall time and the CPU time (user + system) the command used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(cmd, **kw)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def process_cpu(pid):
+    """CPU time (user + system) a running process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def stats(values):
@@ -87,26 +105,38 @@ def main():
         with open(lua, "w") as f:
             f.write(WRK_SCRIPT % (256 << 20, f"/objects/{oid}"))
         cat_s, get_s, get_ratio, rps = [], [], [], []
+        cat_cpu, get_cpu, get_bound = [], [], []
         http_s, http_ratio = [], []
         devnull = open(os.devnull, "wb")
         http_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
         http_store = f"http://127.0.0.1:{port}"
         subprocess.run([exe, "--store", http_store, "ls"], check=True, env=http_env, stdout=devnull)  # its cache
         for rnd in range(args.rounds):
-            pair = [("cat", lambda: timed([exe, "--store", store, "cat", oid], stdout=devnull)),
-                    ("get", lambda: timed(["curl", "-s", "-o", "/dev/null", url]))]
+            def get_with_server_cpu():
+                before = process_cpu(server.pid)
+                wall, curl_cpu = timed_cpu(["curl", "-s", "-o", "/dev/null", url])
+                return wall, curl_cpu + process_cpu(server.pid) - before
+
+            pair = [("cat", lambda: timed_cpu([exe, "--store", store, "cat", oid], stdout=devnull)),
+                    ("get", get_with_server_cpu)]
             if rnd % 2:
                 pair.reverse()
             got = {name: fn() for name, fn in pair}
-            cat_s.append(got["cat"])
-            get_s.append(got["get"])
-            get_ratio.append(got["cat"] / got["get"])
+            cat_s.append(got["cat"][0])
+            get_s.append(got["get"][0])
+            get_ratio.append(got["cat"][0] / got["get"][0])
+            cat_cpu.append(got["cat"][1])
+            get_cpu.append(got["get"][1])
+            # However the work is spread, a GET takes at least its CPU time
+            # (server and client) over the cores.
+            get_bound.append(got["cat"][0] / (got["get"][1] / os.cpu_count()))
             http_s.append(timed([exe, "--store", http_store, "cat", oid], stdout=devnull, env=http_env))
-            http_ratio.append(got["cat"] / http_s[-1])
+            http_ratio.append(got["cat"][0] / http_s[-1])
             out = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", f"{args.wrk_seconds}s", "-s", lua,
                                   f"http://127.0.0.1:{port}"], check=True, capture_output=True, text=True).stdout
             rps.append(float(next(line.split()[1] for line in out.splitlines() if line.startswith("Requests/sec"))))
-            print(f"measure_serve: round {rnd + 1}: cat {got['cat']:.3f} s, GET {got['get']:.3f} s, "
+            print(f"measure_serve: round {rnd + 1}: cat {got['cat'][0]:.3f} s ({got['cat'][1]:.3f} s CPU), "
+                  f"GET {got['get'][0]:.3f} s ({got['get'][1]:.3f} s CPU, server and curl), "
                   f"http store cat {http_s[-1]:.3f} s, {rps[-1]:,.0f} range requests/s", flush=True)
         server.terminate()
         server.wait()
@@ -170,6 +200,7 @@ def main():
                                          capture_output=True, text=True).stdout.strip(),
             "nproc": os.cpu_count(),
             "serve": {"cat_s": stats(cat_s), "get_s": stats(get_s), "get_vs_cat": stats(get_ratio),
+                      "cat_cpu_s": stats(cat_cpu), "get_cpu_s": stats(get_cpu), "get_vs_cat_cpu_bound": stats(get_bound),
                       "http_store_cat_s": stats(http_s), "http_store_cat_vs_cat": stats(http_ratio),
                       "range_32k_requests_per_s": stats(rps), "object_bytes": 256 << 20,
                       "wrk": f"wrk -t 2 -c 8 -d {args.wrk_seconds}s, 32 KiB ranges at random offsets"},

@@ -26,6 +26,9 @@ def serve_section(m, rel_path):
              f"| full GET of a {mib:.0f} MiB object (curl to /dev/null) | ≥ 0.8× `cat` of it | "
              f"{_mm(sv['get_vs_cat'])}× (GET {_mm(sv['get_s'], 3)} s, cat {_mm(sv['cat_s'], 3)} s) | "
              f"{_met(sv['get_vs_cat']['median'] >= 0.8)} |",
+             *([f"| the most the CPU time allows a GET: (server + curl CPU, {_mm(sv['get_cpu_s'], 3)} s) over "
+                f"{m['nproc']} cores, against cat ({_mm(sv['cat_cpu_s'], 3)} s CPU) | — | "
+                f"{_mm(sv['get_vs_cat_cpu_bound'])}× cat | |"] if "get_cpu_s" in sv else []),
              *([f"| `cat` of it from the served store opened as `http://HOST:PORT` | — | "
                 f"{_mm(sv['http_store_cat_vs_cat'])}× (http store {_mm(sv['http_store_cat_s'], 3)} s) | |"]
                if "http_store_cat_s" in sv else []),
