@@ -40,6 +40,7 @@
 
 #include "common.h"
 #include "http_range.h"
+#include "mhd_api.h"
 #include "serve_blobs.h"
 #include "terminal.h"
 
@@ -48,6 +49,10 @@ namespace cli {
 using chunkstore::Status;
 
 namespace {
+
+// Set by CmdServe before anything below runs.
+const MhdApi* g_mhd = nullptr;
+const MhdApi& M() { return *g_mhd; }
 
 constexpr const char* kOctets = "application/octet-stream";
 constexpr uint64_t kShortRange = 4u << 20;  // bytes; a range this short is read at random (Body)
@@ -154,15 +159,15 @@ MHD_Result Queue(MHD_Connection* c, Exchange* x, unsigned status, MHD_Response* 
   x->status = status;
   x->body_bytes += buffered;
   x->answered = true;
-  const MHD_Result ok = MHD_queue_response(c, status, r);
-  MHD_destroy_response(r);
+  const MHD_Result ok = M().queue_response(c, status, r);
+  M().destroy_response(r);
   return ok;
 }
 
 MHD_Result Text(MHD_Connection* c, Exchange* x, unsigned status, const std::string& body,
                 const char* type = "text/plain; charset=utf-8") {
-  MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
-  MHD_add_response_header(r, "Content-Type", type);
+  MHD_Response* r = M().create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  M().add_response_header(r, "Content-Type", type);
   return Queue(c, x, status, r, body.size());
 }
 
@@ -232,7 +237,7 @@ void FreeBody(void* cls) {
   delete b;
 }
 
-const char* Header(MHD_Connection* c, const char* name) { return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name); }
+const char* Header(MHD_Connection* c, const char* name) { return M().lookup_connection_value(c, MHD_HEADER_KIND, name); }
 
 // Whether an If-None-Match or If-Range value names etag (or "*").
 bool Matches(const char* list, const std::string& etag) {
@@ -261,17 +266,17 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
   const uint64_t size = (*reader)->size();
   const std::string etag = "\"" + *id + "\"";
   auto headers = [&](MHD_Response* r) {
-    MHD_add_response_header(r, "ETag", etag.c_str());
-    MHD_add_response_header(r, "Accept-Ranges", "bytes");
+    M().add_response_header(r, "ETag", etag.c_str());
+    M().add_response_header(r, "Accept-Ranges", "bytes");
     uint8_t digest[32];
     for (int i = 0; i < 32; ++i) digest[i] = static_cast<uint8_t>(std::stoi(id->substr(7 + 2 * i, 2), nullptr, 16));
-    MHD_add_response_header(r, "Repr-Digest", ("sha-256=:" + Base64(digest, 32) + ":").c_str());
-    MHD_add_response_header(r, "Cache-Control", by_id ? "public, max-age=31536000, immutable" : "no-cache");
-    if (!by_id) MHD_add_response_header(r, "Content-Location", ("/objects/" + *id).c_str());
+    M().add_response_header(r, "Repr-Digest", ("sha-256=:" + Base64(digest, 32) + ":").c_str());
+    M().add_response_header(r, "Cache-Control", by_id ? "public, max-age=31536000, immutable" : "no-cache");
+    if (!by_id) M().add_response_header(r, "Content-Location", ("/objects/" + *id).c_str());
   };
   if (Matches(Header(c, "If-None-Match"), etag)) {
     sv->readers.Give(std::move(*reader));
-    MHD_Response* r = MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
+    MHD_Response* r = M().create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
     headers(r);
     return Queue(c, x, MHD_HTTP_NOT_MODIFIED, r);
   }
@@ -282,9 +287,9 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
   }
   if (ranges.outcome == RangeRequest::kUnsatisfiable) {
     sv->readers.Give(std::move(*reader));
-    MHD_Response* r = MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
+    MHD_Response* r = M().create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
     headers(r);
-    MHD_add_response_header(r, "Content-Range", ("bytes */" + std::to_string(size)).c_str());
+    M().add_response_header(r, "Content-Range", ("bytes */" + std::to_string(size)).c_str());
     return Queue(c, x, MHD_HTTP_RANGE_NOT_SATISFIABLE, r);
   }
   auto* body = new Body;
@@ -315,19 +320,19 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
     content_type = "multipart/byteranges; boundary=" + boundary;
   }
   const uint64_t length = BodyLength(body->parts);
-  MHD_Response* r = MHD_create_response_from_callback(length, 256 * 1024, Stream, body, FreeBody);
+  MHD_Response* r = M().create_response_from_callback(length, 256 * 1024, Stream, body, FreeBody);
   if (!r) {
     FreeBody(body);
     return Text(c, x, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot create a response\n");
   }
   headers(r);
-  MHD_add_response_header(r, "Content-Type", content_type.c_str());
-  if (!content_range.empty()) MHD_add_response_header(r, "Content-Range", content_range.c_str());
+  M().add_response_header(r, "Content-Type", content_type.c_str());
+  if (!content_range.empty()) M().add_response_header(r, "Content-Range", content_range.c_str());
   return Queue(c, x, status, r);
 }
 
 MHD_Result ListNames(MHD_Connection* c, Exchange* x) {
-  const char* prefix = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "prefix");
+  const char* prefix = M().lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "prefix");
   auto names = x->server->store.List(prefix ? prefix : "");
   if (!names.ok()) return Failure(c, x, names.status());
   nlohmann::ordered_json j;
@@ -337,9 +342,9 @@ MHD_Result ListNames(MHD_Connection* c, Exchange* x) {
                           {"created", IsoTime(e.created)}});
   MHD_Response* r = nullptr;
   const std::string body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
-  MHD_add_response_header(r, "Content-Type", "application/json");
-  MHD_add_response_header(r, "Cache-Control", "no-cache");
+  r = M().create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  M().add_response_header(r, "Content-Type", "application/json");
+  M().add_response_header(r, "Cache-Control", "no-cache");
   return Queue(c, x, MHD_HTTP_OK, r, body.size());
 }
 
@@ -390,7 +395,7 @@ MHD_Result Put(MHD_Connection* c, Exchange* x, const char* upload, size_t* uploa
   std::rewind(x->spool);
   const int fd = ::fileno(x->spool);
   if (x->push) return Push(c, x, fd);
-  const char* name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+  const char* name = M().lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
   auto pub = x->server->store.PublishPull(
       [fd](void* buf, size_t n) -> chunkstore::Result<size_t> {
         for (;;) {
@@ -404,9 +409,9 @@ MHD_Result Put(MHD_Connection* c, Exchange* x, const char* upload, size_t* uploa
   nlohmann::ordered_json j = {{"id", pub->id}, {"size", pub->size}, {"new_bytes", pub->new_bytes}};
   if (!pub->name.empty()) j["name"] = pub->name, j["version"] = pub->version;
   const std::string body = j.dump() + "\n";
-  MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
-  MHD_add_response_header(r, "Content-Type", "application/json");
-  MHD_add_response_header(r, "Location", ("/objects/" + pub->id).c_str());
+  MHD_Response* r = M().create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  M().add_response_header(r, "Content-Type", "application/json");
+  M().add_response_header(r, "Location", ("/objects/" + pub->id).c_str());
   return Queue(c, x, MHD_HTTP_CREATED, r, body.size());
 }
 
@@ -439,21 +444,21 @@ MHD_Result SendBlobAnswer(MHD_Connection* c, Exchange* x, BlobAnswer a) {
   MHD_Response* r = nullptr;
   if (a.stream) {
     auto* body = new BlobBody{x->server, x, std::move(a.key), a.offset, a.length};
-    r = MHD_create_response_from_callback(a.length, 256 * 1024, StreamBlob, body,
+    r = M().create_response_from_callback(a.length, 256 * 1024, StreamBlob, body,
                                           [](void* p) { delete static_cast<BlobBody*>(p); });
     if (!r) {
       delete body;
       return Text(c, x, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot create a response\n");
     }
   } else {
-    r = MHD_create_response_from_buffer(a.body.size(), a.body.data(), MHD_RESPMEM_MUST_COPY);
+    r = M().create_response_from_buffer(a.body.size(), a.body.data(), MHD_RESPMEM_MUST_COPY);
   }
-  for (const auto& [name, value] : a.headers) MHD_add_response_header(r, name.c_str(), value.c_str());
+  for (const auto& [name, value] : a.headers) M().add_response_header(r, name.c_str(), value.c_str());
   return Queue(c, x, a.status, r, a.stream ? 0 : a.body.size());
 }
 
 MHD_Result ServeBlobs(MHD_Connection* c, Exchange* x, const std::string& path) {
-  auto arg = [c](const char* name) { return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name); };
+  auto arg = [c](const char* name) { return M().lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name); };
   return SendBlobAnswer(c, x, AnswerBlobRequest(*x->server->blobs, x->method, path, arg, Header(c, "Range")));
 }
 
@@ -468,7 +473,7 @@ MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* met
     x->server = sv;
     x->method = method;
     x->url = url;
-    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const MHD_ConnectionInfo* info = M().get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (info && info->client_addr) {
       char addr[INET6_ADDRSTRLEN] = "?";
       if (info->client_addr->sa_family == AF_INET)
@@ -487,9 +492,9 @@ MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* met
       if (!auth || std::strncmp(auth, "Bearer ", 7) != 0 || !ConstantTimeEquals(auth + 7, sv->token)) {
         static const char kDenied[] = "a write needs the server's token (Authorization: Bearer ...)\n";
         MHD_Response* r =
-            MHD_create_response_from_buffer(sizeof kDenied - 1, const_cast<char*>(kDenied), MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"chunkstore\"");
-        MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+            M().create_response_from_buffer(sizeof kDenied - 1, const_cast<char*>(kDenied), MHD_RESPMEM_PERSISTENT);
+        M().add_response_header(r, "WWW-Authenticate", "Bearer realm=\"chunkstore\"");
+        M().add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
         return Queue(c, x, MHD_HTTP_UNAUTHORIZED, r);
       }
       x->push = m == "POST" && std::string(url) == "/push";
@@ -573,6 +578,9 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
     if (!t.ok()) return Fail(t.status(), t.status().IsInvalidArgument() ? kUsage : kFailure);
     token = *t;
   }
+  chunkstore::Result<const MhdApi*> mhd = Mhd();
+  if (!mhd.ok()) return Fail(mhd.status(), kFailure);
+  g_mhd = *mhd;
   InterruptGuard guard;
   // A server reads the same chunks again and again (ranges of popular
   // objects): each is verified once, then served from memory.
@@ -590,14 +598,14 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
   const unsigned threads = a.threads ? a.threads : std::max(4u, 2 * std::thread::hardware_concurrency());
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
   if (v6) flags |= MHD_USE_IPv6;
-  MHD_Daemon* d = MHD_start_daemon(
+  MHD_Daemon* d = M().start_daemon(
       flags, static_cast<uint16_t>(port), nullptr, nullptr, &Handle, &sv, MHD_OPTION_SOCK_ADDR,
       reinterpret_cast<sockaddr*>(&addr), MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
       a.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, a.max_per_client, MHD_OPTION_CONNECTION_TIMEOUT,
       a.timeout_seconds, MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t{64 * 1024}, MHD_OPTION_NOTIFY_COMPLETED,
       &Completed, &sv, MHD_OPTION_END);
   if (!d) return Fail(Status::IOError("cannot listen on " + a.listen + ": " + std::strerror(errno)), kFailure);
-  const MHD_DaemonInfo* info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  const MHD_DaemonInfo* info = M().get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   const unsigned bound = info ? info->port : static_cast<unsigned>(port);
   const std::string where = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(bound);
   if (g.json) {
@@ -618,7 +626,7 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
       if (!s.ok()) sv.Log("chunkstore: serve: cannot refresh: " + Printable(s.message()));
     }
   }
-  MHD_stop_daemon(d);
+  M().stop_daemon(d);
   return kOk;
 }
 

@@ -19,10 +19,11 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://invalid/chunkstore")
 # Depends from the ELF files (libssl3, libsqlite3-0, zlib1g, libxxhash0,
-# libstdc++6, libc6), plus libcurl4, which is loaded with dlopen for S3
-# stores and so invisible to dpkg-shlibdeps.
+# libstdc++6, libc6), plus libcurl4 and libmicrohttpd12, which are loaded
+# with dlopen (for S3 and http:// stores, and for serve) and so invisible
+# to dpkg-shlibdeps.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4, libmicrohttpd12")
 # The Python package (chunkstore in dist-packages) needs an interpreter.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, python3-numpy")
 # The shared library's shlibs file and the ldconfig trigger.

@@ -23,6 +23,7 @@ dpkg-deb --field "$deb" Package Version Depends
 
 fail() { echo "package.sh: FAIL: $*" >&2; exit 1; }
 dpkg-deb --field "$deb" Depends | grep -q libcurl4 || fail "Depends lacks libcurl4"
+dpkg-deb --field "$deb" Depends | grep -q libmicrohttpd12 || fail "Depends lacks libmicrohttpd12"
 dpkg-deb --contents "$deb" | grep -q "usr/bin/chunkstore-bench" && fail "the package holds chunkstore-bench"
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo=sudo
