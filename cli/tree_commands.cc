@@ -233,7 +233,7 @@ int CmdCopy(const Globals& g, const std::string& from, const std::string& to, co
     j.Key("objects_copied").Num(r->objects_copied).Key("objects_present").Num(r->objects_present);
     j.Key("chunks_sent").Num(r->chunks_sent).Key("chunks_skipped").Num(r->chunks_skipped);
     j.Key("bytes_sent").Num(r->bytes_sent).Key("name_versions").Num(r->name_versions);
-    j.Key("commits").Num(r->commits).Key("diverged").BeginArray();
+    j.Key("commits").Num(r->commits).Key("requests").Num(r->requests).Key("diverged").BeginArray();
     for (const auto& n : r->diverged) j.Str(n);
     j.EndArray().EndObject();
     Print(j.str() + "\n");

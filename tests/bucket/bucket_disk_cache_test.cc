@@ -59,7 +59,7 @@ TEST_P(BucketDiskCacheTest, ASecondHandleReadsFetchedChunksWithoutARequest) {
     ASSERT_TRUE(a);
     faulty_->ForgetRequests();
     EXPECT_EQ(*ReadObject(*a, "x"), d);
-    EXPECT_GT(PackGets(faulty_->requests()), 0u);
+    EXPECT_GT(PackGets(faulty_->request_log()), 0u);
   }
   EXPECT_GE(CachedBytes(fs::path(dir_ / "a") / "chunks"), d.size());
   auto a = OpenMachine(dir_ / "a");
@@ -71,7 +71,7 @@ TEST_P(BucketDiskCacheTest, ASecondHandleReadsFetchedChunksWithoutARequest) {
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE((*r)->ReadAt(123456, part.data(), part.size()).ok());
   EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 123456));
-  EXPECT_EQ(PackGets(faulty_->requests()), 0u);
+  EXPECT_EQ(PackGets(faulty_->request_log()), 0u);
 }
 
 TEST_P(BucketDiskCacheTest, DamagedShortOrMissingCacheFilesAreFetchedAgainNeverReturned) {
@@ -94,7 +94,7 @@ TEST_P(BucketDiskCacheTest, DamagedShortOrMissingCacheFilesAreFetchedAgainNeverR
   ASSERT_TRUE(b);
   faulty_->ForgetRequests();
   EXPECT_EQ(*ReadObject(*b, "x"), d);
-  EXPECT_GE(PackGets(faulty_->requests()), 3u);
+  EXPECT_GE(PackGets(faulty_->request_log()), 3u);
   // And at random, on another fresh handle.
   {
     std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
@@ -175,8 +175,8 @@ TEST_P(BucketDiskCacheTest, ACopyDoesNotFillItAndAColdSmallReadIsOneRangedGet) {
   std::vector<uint8_t> part(4096);
   ASSERT_TRUE((*r)->ReadAt(200000, part.data(), part.size()).ok());
   EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 200000));
-  EXPECT_EQ(PackGets(faulty_->requests()), 1u);
-  EXPECT_EQ(faulty_->requests().size(), 1u);
+  EXPECT_EQ(PackGets(faulty_->request_log()), 1u);
+  EXPECT_EQ(faulty_->request_log().size(), 1u);
 }
 
 // verify checks what the bucket holds, not the local copies of it.

@@ -62,7 +62,7 @@ class FaultyBlobStore final : public BlobStore {
 
   // Every request made through this store since the last ForgetRequests,
   // as "VERB key" (LIST: the prefix listed).
-  std::vector<std::string> requests() {
+  std::vector<std::string> request_log() {
     std::lock_guard<std::mutex> l(mu_);
     return requests_;
   }
@@ -135,6 +135,7 @@ class FaultyBlobStore final : public BlobStore {
     return t_->Delete(key);
   }
   std::string Describe() const override { return t_->Describe(); }
+  uint64_t requests() const override { return t_->requests(); }
   Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) override {
     Note("LIST-UPLOADS", prefix);
     return t_->ListUploads(prefix);

@@ -257,7 +257,7 @@ TEST_P(BucketOrderTest, ASmallPublishMakesEightRequests) {
     const auto d = RandomBytes(4096, 77);
     ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "small").ok());
   }
-  const std::vector<std::string> made = faulty_->requests();
+  const std::vector<std::string> made = faulty_->request_log();
   std::string all;
   std::map<std::string, int> by_kind;
   for (const std::string& r : made) {

@@ -147,6 +147,7 @@ TEST_F(CliTree, CopySendsOnlyWhatIsMissing) {
   j = nlohmann::json::parse(again.out);
   EXPECT_EQ(j["chunks_sent"], 0);
   EXPECT_EQ(j["commits"], 0);
+  EXPECT_EQ(j["requests"], 0);  // between directories
   Outcome r = Exec({"--store", other, "restore", "site", dir_ / "out"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(testing::Listing(dir_ / "out"), testing::Listing(src_));

@@ -233,8 +233,8 @@ def main():
         check(run(pushed, "verify").returncode == 0, "the server's store verifies")
         r = run(store, "--json", "copy", "--to", u, "--token-file", token, cache=pcache)
         rep = json.loads(r.stdout or b"{}")
-        check(r.returncode == 0 and rep.get("chunks_sent") == 0 and rep.get("name_versions") == 0,
-              f"copy to http again sends nothing: {rep}")
+        check(r.returncode == 0 and rep.get("chunks_sent") == 0 and rep.get("name_versions") == 0
+              and rep.get("requests") == 0, f"copy to http again sends nothing, in no request: {rep}")
         edited = bytearray(big)
         edited[3 << 20] ^= 1
         with open(os.path.join(work, "edited"), "wb") as f:
@@ -244,7 +244,8 @@ def main():
         r = subprocess.run([EXE, "--store", store, "--json", "copy", "--to", u, "models/big"], capture_output=True,
                            env=env)
         rep = json.loads(r.stdout or b"{}")
-        check(r.returncode == 0 and 1 <= rep.get("chunks_sent", 99) <= 2 and rep.get("name_versions") == 1,
+        check(r.returncode == 0 and 1 <= rep.get("chunks_sent", 99) <= 2 and rep.get("name_versions") == 1
+              and rep.get("requests") == 1,
               f"a one-byte edit sends at most 2 chunks to http (token from $CHUNKSTORE_TOKEN_FILE): {rep} {r.stderr!r}")
         check(run(pushed, "cat", "models/big").stdout == bytes(edited), "the edit reads back on the server")
         cs(store, "-q", "publish", "--name", "models/big", os.path.join(work, "big"))  # back, for what follows

@@ -62,6 +62,9 @@ class BlobStore {
   virtual Status Delete(const std::string& key) = 0;
   // Where the blobs live, for messages ("s3://bucket/prefix").
   virtual std::string Describe() const = 0;
+  // Network requests made so far, each attempt counted (a retry too); 0
+  // for blob stores that make none (the default). Thread safe.
+  virtual uint64_t requests() const { return 0; }
   // Uploads under prefix still open: a writer killed mid-upload leaves
   // one, whose parts the service keeps (and bills) until it is aborted.
   // None for blob stores that write whole blobs at once (the default).

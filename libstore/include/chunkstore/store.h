@@ -161,6 +161,8 @@ struct CopyReport {
   uint64_t bytes_sent = 0;       // raw bytes of the chunks sent
   uint64_t name_versions = 0;    // name versions added
   uint64_t commits = 0;          // changes committed at the destination
+  uint64_t requests = 0;         // network requests to bucket and http:// stores, both sides
+                                 // (0 between directories)
   // Names whose history at the destination was not a beginning of the
   // source's: the source's later versions were added after it.
   std::vector<std::string> diverged;

@@ -61,6 +61,7 @@ class ReadOnlyBlobs final : public BlobStore {
   }
   Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) override { return b_->ListUploads(prefix); }
   std::string Describe() const override { return b_->Describe(); }
+  uint64_t requests() const override { return b_->requests(); }
 
  private:
   Status Refuse(const std::string& key) const {

@@ -52,6 +52,7 @@ class Copier {
   // Copies a name's whole history (its objects first).
   Status Name(const std::string& name);
   Status Finish() { return Commit(); }
+  uint64_t sink_requests() const { return sink_->requests(); }
 
  private:
   Status Commit() {
@@ -310,6 +311,10 @@ Result<CopyReport> Store::CopyTo(Store& dst, const std::vector<std::string>& ref
     objects.push_back(*Digest::FromHex(std::string_view(*id).substr(7)));
   }
   CopyReport report;
+  auto requests = [&] {
+    return (impl_->blobs ? impl_->blobs->requests() : 0) + (dst.impl_->blobs ? dst.impl_->blobs->requests() : 0);
+  };
+  const uint64_t requests_before = requests();
   Copier copier(impl_.get(), dst.impl_.get(), options, &report);
   Status s;
   for (const std::string& n : names) {
@@ -320,6 +325,7 @@ Result<CopyReport> Store::CopyTo(Store& dst, const std::vector<std::string>& ref
   // What was done before a failure is committed all the same: a rerun
   // then finds it.
   Status committed = copier.Finish();
+  report.requests = requests() - requests_before + copier.sink_requests();
   CHUNKSTORE_RETURN_IF_ERROR(s);
   CHUNKSTORE_RETURN_IF_ERROR(committed);
   return report;

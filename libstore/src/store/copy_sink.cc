@@ -163,9 +163,11 @@ class PushSink final : public CopySink {
     return w_->Name(name, object, created);
   }
   uint64_t pending_bytes() const override { return w_ ? w_->bytes() : 0; }
+  uint64_t requests() const override { return posts_; }
   Status Commit(bool* committed) override {
     *committed = false;
     if (!w_) return Status::OK();
+    ++posts_;
     Status s = Post();
     w_.reset();
     std::fclose(spool_);
@@ -204,6 +206,7 @@ class PushSink final : public CopySink {
   Store::Impl* dst_;
   std::FILE* spool_ = nullptr;
   std::unique_ptr<PushWriter> w_;
+  uint64_t posts_ = 0;
   std::unordered_set<Digest, DigestHash> chunks_, objects_;            // in the push being written
   std::unordered_set<Digest, DigestHash> sent_chunks_, sent_objects_;  // in pushes the server took
 };

@@ -43,6 +43,8 @@ class CopySink {
   // Commits what was added since the last commit; *committed says whether
   // there was anything.
   virtual Status Commit(bool* committed) = 0;
+  // Requests this sink made itself (pushes), beyond its store's own.
+  virtual uint64_t requests() const { return 0; }
 };
 
 // Publish sessions on dst, one per commit.

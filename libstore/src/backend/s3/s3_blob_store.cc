@@ -375,6 +375,7 @@ class S3BlobStore final : public BlobStore {
   std::string Describe() const override {
     return "s3://" + where_.bucket + (where_.prefix.empty() ? "" : "/" + where_.prefix);
   }
+  uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
 
  private:
   size_t root_len() const { return where_.prefix.empty() ? 0 : where_.prefix.size() + 1; }
@@ -602,6 +603,7 @@ class S3BlobStore final : public BlobStore {
       } else if (req.method != "GET") {
         Api().easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
       }
+      requests_.fetch_add(1, std::memory_order_relaxed);
       const CURLcode rc = Api().easy_perform(h);
       Api().slist_free_all(headers);
       if (rc != CURLE_OK) {
@@ -625,6 +627,7 @@ class S3BlobStore final : public BlobStore {
   S3Location where_;
   S3Options opts_;
   bool path_style_ = true;
+  mutable std::atomic<uint64_t> requests_{0};  // counted in const Perform
   std::string base_;  // scheme://host[:port]
   std::string host_;
 };
