@@ -17,6 +17,8 @@ every core at once (`openssl speed -multi N`), as the time the payload's
 bytes take: the ceiling of a read that verifies every byte. From the CPU times comes a floor for
 `cat > FILE`: a verified read's CPU time plus the page-cache fill's, spread
 without loss over every core.
+A command's fixed cost (start-up and exit) is measured apart: `--version`
+and `cat` of a 4 KiB object, fresh processes in alternation.
 Peak RSS (VmHWM) and CPU time (user + system) of every command come from
 /usr/bin/time; CPU time over wall time says how many cores a command kept
 busy, which is how a CPU-bound command shows. Writes
@@ -129,6 +131,27 @@ def measure(exe, work, size_mib, rounds):
     return result
 
 
+def fixed_cost(exe, work, runs=40):
+    """What any command costs before it does any work: `--version`, and
+    `cat` of a 4 KiB object to /dev/null (opening the store and the index
+    too), each a fresh process started from here, in alternation; ms."""
+    store = os.path.join(work, "fixed-cost")
+    small = os.path.join(work, "fixed-cost.bin")
+    with open(small, "wb") as f:
+        f.write(os.urandom(4096))
+    subprocess.run([exe, "--store", store, "-q", "publish", "--name", "small", small], check=True)
+    cmds = {"version_ms": [exe, "--version"], "cat_4k_ms": [exe, "--store", store, "cat", "small"]}
+    got = {k: [] for k in cmds}
+    for _ in range(runs):
+        for k, cmd in cmds.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            got[k].append((time.perf_counter() - start) * 1000)
+    shutil.rmtree(store)
+    os.remove(small)
+    return {k: stats(v) for k, v in got.items()} | {"runs": runs}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
@@ -142,6 +165,9 @@ def main():
     out = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": args.commit, "rounds": args.rounds,
            "version": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
            "nproc": os.cpu_count(), "sizes": {}}
+    out["fixed_cost"] = fixed_cost(exe, args.work)
+    fc = out["fixed_cost"]
+    print(f"fixed cost: --version {fc['version_ms']['median']:.1f} ms, cat of 4 KiB {fc['cat_4k_ms']['median']:.1f} ms")
     for size in [int(s) for s in args.sizes_mib.split(",")]:
         r = measure(exe, args.work, size, args.rounds)
         out["sizes"][str(size)] = r

@@ -35,6 +35,11 @@ def cli_section(cli, rel_path):
              "cache takes them. Cores busy = CPU time (user + system) over wall time, on "
              f"{cli['nproc']} cores: a command near {cli['nproc']} is bound by the CPU, one well below it waits "
              "(for the disk, or for one serial step).", ""]
+    if "fixed_cost" in cli:
+        fc = cli["fixed_cost"]
+        lines += [f"A command's fixed cost (start-up, opening the store, exit; {fc['runs']} fresh processes each, "
+                  f"median, min–max, in ms, timed from Python): `chunkstore --version` {_mm(fc['version_ms'], 1)}, "
+                  f"`cat` of a 4 KiB object to /dev/null {_mm(fc['cat_4k_ms'], 1)}.", ""]
     for size, r in cli["sizes"].items():
         h = r["H_ms"]
         lines += [f"**{size} MiB** (H = {h['median']:.1f} ms, {h['min']:.1f}–{h['max']:.1f})", "",
