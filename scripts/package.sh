@@ -40,6 +40,17 @@ id=$(chunkstore --store "$work/store" publish "$work/in" --name t | cut -d' ' -f
 [ "$id" = "sha256:$(sha256sum "$work/in" | cut -d' ' -f1)" ] || fail "the id is not the sha256sum"
 chunkstore --store "$work/store" cat t -o "$work/out"
 cmp "$work/in" "$work/out" || fail "the bytes read back differ"
+# serve loads libmicrohttpd only when it starts (cli/mhd_api.h): the
+# package's Depends must have brought it.
+chunkstore --store "$work/store" --json serve --listen 127.0.0.1:0 >"$work/serve.json" 2>"$work/serve.log" &
+served=$!
+for _ in $(seq 50); do [ -s "$work/serve.json" ] && break; sleep 0.1; done
+url=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["url"])' "$work/serve.json") ||
+  fail "serve did not start: $(cat "$work/serve.log")"
+curl -sf "$url/names/t" -o "$work/served" || fail "serve did not answer"
+kill "$served"
+wait "$served" || true
+cmp "$work/in" "$work/served" || fail "the bytes served differ"
 readelf -d /usr/bin/chunkstore | grep -q "libchunkstore.so.0" || fail "the command does not use the shared library"
 for f in /usr/share/man/man1/chunkstore.1.gz /usr/share/man/man1/chunkstore-publish.1.gz \
          /usr/share/bash-completion/completions/chunkstore /usr/share/zsh/vendor-completions/_chunkstore \
