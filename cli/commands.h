@@ -37,6 +37,7 @@ struct ServeArgs {
   unsigned max_connections = 256;
   unsigned max_per_client = 64;
   unsigned timeout_seconds = 30;
+  uint64_t max_upload_mib = 0;  // the largest write's body (PUT /objects, POST /push); 0: no limit
   unsigned threads = 0;  // 0: twice the cores, at least 4
   size_t cache_mib = 512;  // verified chunks kept for repeated reads
 };

@@ -145,6 +145,9 @@ int main(int argc, char** argv) {
       ->option_text("N");
   serve->add_option("--timeout", serve_args.timeout_seconds, "Close a connection idle this long (s, default 30)")
       ->option_text("S");
+  serve->add_option("--max-upload-mib", serve_args.max_upload_mib,
+                    "Refuse a write whose body is larger (413; default 0: no limit but the disk)")
+      ->option_text("MIB");
   serve->add_option("--cache-mib", serve_args.cache_mib, "Verified chunks kept for repeated reads (MiB, default 512)")
       ->check(CLI::Range(1, 1 << 20))
       ->option_text("MIB");

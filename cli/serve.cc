@@ -124,6 +124,8 @@ struct Exchange {
   bool push = false;      // POST /push rather than PUT /objects
   FILE* spool = nullptr;  // a PUT's body, as it arrives
   bool spool_failed = false;
+  bool too_large = false;   // the body passed --max-upload-mib: kept no further
+  uint64_t spooled = 0;
   ~Exchange() {
     if (spool) std::fclose(spool);
   }
@@ -146,6 +148,7 @@ struct Server {
   ReaderPool readers;
   bool allow_write = false;
   std::string token;
+  uint64_t max_upload = 0;  // bytes; 0: no limit
   std::mutex log_mu;
   Server(chunkstore::Store& s) : store(s), readers(s) {}
 
@@ -384,12 +387,22 @@ MHD_Result Push(MHD_Connection* c, Exchange* x, int fd) {
   return Text(c, x, MHD_HTTP_OK, j.dump() + "\n", "application/json");
 }
 
+MHD_Result TooLarge(MHD_Connection* c, Exchange* x) {
+  return Text(c, x, 413 /* Content Too Large */,
+              "the body is larger than this server takes (serve --max-upload-mib " +
+                  std::to_string(x->server->max_upload >> 20) + ")\n");
+}
+
 MHD_Result Put(MHD_Connection* c, Exchange* x, const char* upload, size_t* upload_size) {
   if (*upload_size > 0) {
-    if (!x->spool_failed && std::fwrite(upload, 1, *upload_size, x->spool) != *upload_size) x->spool_failed = true;
+    x->spooled += *upload_size;
+    if (x->server->max_upload && x->spooled > x->server->max_upload) x->too_large = true;
+    if (!x->too_large && !x->spool_failed && std::fwrite(upload, 1, *upload_size, x->spool) != *upload_size)
+      x->spool_failed = true;
     *upload_size = 0;
     return MHD_YES;
   }
+  if (x->too_large) return TooLarge(c, x);
   if (x->spool_failed || std::fflush(x->spool) != 0)
     return Text(c, x, MHD_HTTP_INSUFFICIENT_STORAGE, "cannot keep the upload: " + std::string(std::strerror(errno)) + "\n");
   std::rewind(x->spool);
@@ -500,6 +513,13 @@ MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* met
       x->push = m == "POST" && std::string(url) == "/push";
       if (!x->push && (m != "PUT" || std::string(url) != "/objects"))
         return Text(c, x, MHD_HTTP_METHOD_NOT_ALLOWED, "only PUT /objects and POST /push write\n");
+      // A body declared too large is refused before any of it is read.
+      if (const char* len = Header(c, "Content-Length"); len && sv->max_upload) {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long n = std::strtoull(len, &end, 10);
+        if (errno == ERANGE || (end && *end == '\0' && n > sv->max_upload)) return TooLarge(c, x);
+      }
       x->spool = std::tmpfile();
       if (!x->spool) return Text(c, x, MHD_HTTP_INSUFFICIENT_STORAGE, "cannot keep the upload\n");
       x->write_allowed = true;
@@ -594,6 +614,7 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
   if (!view.ok()) return Fail(view.status(), kFailure);
   sv.blobs = std::move(*view);
   sv.allow_write = a.allow_write;
+  sv.max_upload = a.max_upload_mib << 20;
   sv.token = token;
   const unsigned threads = a.threads ? a.threads : std::max(4u, 2 * std::thread::hardware_concurrency());
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;

@@ -267,6 +267,26 @@ def main():
         check(any("refused a push" in line for line in srv.log), "a refused push is logged")
     finally:
         srv.stop()
+    # --max-upload-mib: a larger body is 413, whether declared or streamed,
+    # and nothing of it is kept.
+    capped = os.path.join(work, "capped")
+    cs(capped, "-q", "init")
+    srv = Server(capped, "--allow-write", "--token-file", token, "--max-upload-mib", "1")
+    try:
+        auth = "Authorization: Bearer 0123456789abcdef0123456789abcdef"
+        r = curl("-X", "PUT", "-H", auth, "--data-binary", "@" + os.path.join(work, "big"), "-w", "%{http_code}",
+                 f"{srv.url}/objects?name=too/big")
+        check(r.stdout.endswith(b"413") and b"max-upload-mib" in r.stdout, f"a declared large upload: 413 {r.stdout!r}")
+        r = curl("-X", "PUT", "-H", auth, "-H", "Transfer-Encoding: chunked", "--data-binary",
+                 "@" + os.path.join(work, "big"), "-o", "/dev/null", "-w", "%{http_code}", f"{srv.url}/objects")
+        check(r.stdout == b"413", f"a streamed large upload: 413 {r.stdout!r}")
+        r = run(store, "copy", "--to", srv.url, "--token-file", token, "models/big", cache=os.path.join(work, "cc"))
+        check(r.returncode != 0 and b"413" in r.stderr, f"a copy whose push is too large fails: {r.stderr!r}")
+        r = curl("-X", "PUT", "-H", auth, "--data-binary", "small", f"{srv.url}/objects?name=small")
+        check(b'"name":"small"' in r.stdout, f"a small upload is still taken: {r.stdout!r}")
+        check(run(capped, "ls").stdout.count(b"\n") == 1, "only the small upload was kept")
+    finally:
+        srv.stop()
     # To a served store that cuts otherwise: objects travel whole, cut there.
     small = os.path.join(work, "small-edits")
     cs(small, "-q", "init", "--profile", "small-edits")
