@@ -295,16 +295,7 @@ Result<std::unique_ptr<chunkstore::Store>> OpenStore(const Globals& g, Access ac
   Result<std::string> secret = StoreSecret(g);
   if (!secret.ok()) return secret.status();
   o.secret = *secret;
-  if (access != Access::kRead && (dir.rfind("http://", 0) == 0 || dir.rfind("https://", 0) == 0)) {
-    std::string file = g.token_file;
-    if (file.empty())
-      if (const char* env = std::getenv("CHUNKSTORE_TOKEN_FILE")) file = env;
-    if (!file.empty()) {
-      Result<std::string> token = ReadTokenFile(file);
-      if (!token.ok()) return token.status();
-      o.http_token = *token;
-    }
-  }
+  o.http_token = g.http_token;
   auto store = chunkstore::Store::Open(dir, o);
   // What the open noticed and mended is worth a line, but never stdout's;
   // a rebuild asked for says so itself.

@@ -21,6 +21,7 @@ struct Globals {
   std::string cache_dir;    // a bucket store's local cache (index, fetched chunks); "": the library's default
   uint64_t cache_size = UINT64_MAX;  // fetched chunks kept on disk (bytes); UINT64_MAX: the library's default
   std::string token_file;  // an http:// store's write token (copy --token-file); empty: $CHUNKSTORE_TOKEN_FILE, else none
+  std::string http_token;  // the token read from it, for the store OpenStore opens (CmdCopy reads it)
 };
 
 struct PublishArgs {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "common.h"
@@ -203,6 +204,16 @@ int CmdCopy(const Globals& g, const std::string& from, const std::string& to, co
   gs.store_dir = from.empty() ? g.store_dir : from;
   gd.store_dir = to;
   gs.secret_file.clear();  // the secret is the destination's, which the copy changes
+  if (to.rfind("http://", 0) == 0 || to.rfind("https://", 0) == 0) {
+    std::string file = g.token_file;
+    if (file.empty())
+      if (const char* env = std::getenv("CHUNKSTORE_TOKEN_FILE")) file = env;
+    if (!file.empty()) {
+      chunkstore::Result<std::string> token = ReadTokenFile(file);
+      if (!token.ok()) return Fail(token.status(), token.status().IsInvalidArgument() ? kUsage : kFailure);
+      gd.http_token = *token;
+    }
+  }
   auto src_r = OpenStore(gs, Access::kRead);
   if (!src_r.ok()) return FailOpen(src_r.status());
   auto dst_r = OpenStore(gd, Access::kCreate);

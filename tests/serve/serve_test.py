@@ -217,12 +217,23 @@ def main():
     pcache = os.path.join(work, "push-cache")
     try:
         r = run(store, "copy", "--to", u, cache=pcache)
-        check(r.returncode != 0 and b"token" in r.stderr, f"copy to http without a token is refused: {r.stderr!r}")
+        check(r.returncode == 2 and b"token" in r.stderr, f"copy to http without a token is a usage error: {r.stderr!r}")
         wrong = os.path.join(work, "wrong-token")
         with open(wrong, "w") as f:
             f.write("not-the-token-not-the-token\n")
         r = run(store, "copy", "--to", u, "--token-file", wrong, cache=pcache)
-        check(r.returncode != 0 and b"401" in r.stderr, f"copy to http with another token is refused: {r.stderr!r}")
+        check(r.returncode == 5 and b"401" in r.stderr, f"copy to http with another token: access denied: {r.stderr!r}")
+        short = os.path.join(work, "short-token")
+        with open(short, "w") as f:
+            f.write("too-short\n")
+        r = run(store, "copy", "--to", u, "--token-file", short, cache=pcache)
+        check(r.returncode == 2 and b"shorter than 16" in r.stderr, f"a short token is a usage error: {r.stderr!r}")
+        two = os.path.join(work, "two-line-token")
+        with open(two, "w") as f:
+            f.write("0123456789abcdef\n0123456789abcdef\n")
+        r = run(store, "copy", "--to", u, "--token-file", two, cache=pcache)
+        check(r.returncode == 2 and b"more than one line" in r.stderr,
+              f"a token of two lines (a header it could inject) is a usage error: {r.stderr!r}")
         check(run(pushed, "ls").stdout == b"", "refused copies added nothing")
         r = run(store, "--json", "copy", "--to", u, "--token-file", token, cache=pcache)
         rep = json.loads(r.stdout or b"{}")

@@ -167,7 +167,6 @@ class PushSink final : public CopySink {
   Status Commit(bool* committed) override {
     *committed = false;
     if (!w_) return Status::OK();
-    ++posts_;
     Status s = Post();
     w_.reset();
     std::fclose(spool_);
@@ -242,6 +241,7 @@ Status PushSink::Post() {
   c.easy_setopt(h, CURLOPT_READDATA, &u);
   c.easy_setopt(h, CURLOPT_WRITEFUNCTION, KeepResponse);
   c.easy_setopt(h, CURLOPT_WRITEDATA, &u);
+  ++posts_;  // a request made, whatever becomes of it
   const CURLcode rc = c.easy_perform(h);
   long code = 0;
   c.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
