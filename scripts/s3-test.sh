@@ -25,7 +25,9 @@ if [ $radosgw = 1 ]; then
   scripts/s3-test-server.sh start >/dev/null
   trap 'scripts/s3-test-server.sh stop' EXIT
   # shellcheck disable=SC1091
-  (. "${CHUNKSTORE_S3_DIR:-/tmp/chunkstore-s3}/env" && ctest --test-dir build --output-on-failure -L s3)
+  # radosgw takes conditional writes: its stores get sequenced logs.
+  (. "${CHUNKSTORE_S3_DIR:-/tmp/chunkstore-s3}/env" && CHUNKSTORE_TEST_S3_CONDITIONAL=1 \
+    ctest --test-dir build --output-on-failure -L s3)
   scripts/s3-test-server.sh stop
   trap - EXIT
 fi
@@ -33,5 +35,8 @@ if [ $swift = 1 ]; then
   scripts/swift-test-server.sh start >/dev/null
   trap 'scripts/swift-test-server.sh stop' EXIT
   # shellcheck disable=SC1091
-  (. "${CHUNKSTORE_SWIFT_DIR:-/tmp/chunkstore-swift}/env" && ctest --test-dir build --output-on-failure -L s3 -E '^s3\.cli$')
+  # Swift's s3api answers a conditional PUT with 501: its stores take lock
+  # blobs, and the tests of sequenced logs have nothing to run on there.
+  (. "${CHUNKSTORE_SWIFT_DIR:-/tmp/chunkstore-swift}/env" && CHUNKSTORE_TEST_S3_CONDITIONAL=0 \
+    ctest --test-dir build --output-on-failure -L s3 -E '^s3\.cli$|BucketSequencedTest')
 fi

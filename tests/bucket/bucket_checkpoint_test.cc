@@ -24,9 +24,12 @@ using testing::SmallChunks;
 
 class BucketCheckpointTest : public BucketTest {
  protected:
-  Options WithCheckpointsEvery(uint32_t records) {
+  // retention: how old a checkpoint must be before the records it covers
+  // go (a sequenced log's; 0: at once, as a log with locks does).
+  Options WithCheckpointsEvery(uint32_t records, uint32_t retention = 3600) {
     Options o = SmallChunks();
     o.bucket_checkpoint_records = records;
+    o.bucket_log_retention_seconds = retention;
     return o;
   }
   // Publishes n objects named "n<first>"... one per commit.
@@ -88,7 +91,7 @@ TEST_P(BucketCheckpointTest, ANewMachineReadsTheNewestCheckpointAndOnlyTheRecord
 }
 
 TEST_P(BucketCheckpointTest, AutomaticCheckpointsKeepTheLogShort) {
-  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(4));
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(4, 0));
   ASSERT_TRUE(a);
   PublishNamed(*a, 0, 25);
   const auto checkpoints = Keys("checkpoints/");
@@ -97,10 +100,10 @@ TEST_P(BucketCheckpointTest, AutomaticCheckpointsKeepTheLogShort) {
   // What is left: the records since the second-newest checkpoint (at most
   // about two intervals of them) and their marks.
   EXPECT_LE(Keys("log/").size(), 12u);
-  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(4));
+  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(4, 0));
   ASSERT_TRUE(b);
   ExpectNamed(*b, 25);
-  Options rebuild = WithCheckpointsEvery(4);
+  Options rebuild = WithCheckpointsEvery(4, 0);
   rebuild.rebuild_index = true;
   auto c = OpenMachine(dir_ / "a-again", rebuild);
   ASSERT_TRUE(c);
@@ -108,8 +111,8 @@ TEST_P(BucketCheckpointTest, AutomaticCheckpointsKeepTheLogShort) {
 }
 
 TEST_P(BucketCheckpointTest, ACacheTwoCheckpointsBehindStartsAgainFromTheNewest) {
-  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(3));
-  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(3));
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(3, 0));
+  auto b = OpenMachine(dir_ / "b", WithCheckpointsEvery(3, 0));
   ASSERT_TRUE(a && b);
   PublishNamed(*a, 0, 2);
   ASSERT_TRUE(b->Refresh().ok());
@@ -239,14 +242,7 @@ TEST_P(BucketCheckpointTest, AKeyInTheLogTheStoreDidNotWriteIsRefusedByName) {
   }
 }
 
-#ifdef CHUNKSTORE_TEST_S3
-INSTANTIATE_TEST_SUITE_P(S3, BucketCheckpointTest, ::testing::Values(Backend::kS3));
-#else
-INSTANTIATE_TEST_SUITE_P(Local, BucketCheckpointTest, ::testing::Values(Backend::kMemory, Backend::kDirectory),
-                         [](const ::testing::TestParamInfo<Backend>& p) {
-                           return p.param == Backend::kMemory ? "Memory" : "Directory";
-                         });
-#endif
+CHUNKSTORE_ON_EVERY_BUCKET(BucketCheckpointTest);
 
 }  // namespace
 }  // namespace chunkstore

@@ -71,19 +71,29 @@ class FaultyBlobStore final : public BlobStore {
     requests_.clear();
   }
 
+  // Off: PutIfAbsent is Unsupported, as on a service without conditional
+  // writes (stores created then coordinate with lock blobs).
+  void SetConditionalWrites(bool on) { conditional_ = on; }
+  // PutIfAbsent overwrites and says it stored, as a service that ignores
+  // If-None-Match would.
+  void IgnoreConditions(bool on) { ignore_conditions_ = on; }
+
   Status Put(const std::string& key, const void* data, size_t n) override {
     Note("PUT", key);
     CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
-    if (key.rfind("log/", 0) == 0) {
-      std::unique_lock<std::mutex> l(hold_mu_);
-      if (hold_armed_) {
-        hold_armed_ = false;
-        held_ = true;
-        hold_cv_.notify_all();
-        hold_cv_.wait(l, [this] { return released_; });
-      }
-    }
+    MaybeHold(key);
     return t_->Put(key, data, n);
+  }
+  Result<bool> PutIfAbsent(const std::string& key, const void* data, size_t n) override {
+    if (!conditional_) return Status::Unsupported("no conditional writes here");
+    Note("PUT", key);
+    CHUNKSTORE_RETURN_IF_ERROR(Mutate(key));
+    MaybeHold(key);
+    if (ignore_conditions_) {
+      CHUNKSTORE_RETURN_IF_ERROR(t_->Put(key, data, n));
+      return true;
+    }
+    return t_->PutIfAbsent(key, data, n);
   }
   Status PutFile(const std::string& key, const File& file, uint64_t size) override {
     Note("PUT", key);
@@ -147,6 +157,15 @@ class FaultyBlobStore final : public BlobStore {
   }
 
  private:
+  void MaybeHold(const std::string& key) {
+    if (key.rfind("log/", 0) != 0) return;
+    std::unique_lock<std::mutex> l(hold_mu_);
+    if (!hold_armed_) return;
+    hold_armed_ = false;
+    held_ = true;
+    hold_cv_.notify_all();
+    hold_cv_.wait(l, [this] { return released_; });
+  }
   void Note(const char* verb, const std::string& key) {
     std::lock_guard<std::mutex> l(mu_);
     requests_.push_back(std::string(verb) + " " + key);
@@ -171,14 +190,49 @@ class FaultyBlobStore final : public BlobStore {
   std::condition_variable hold_cv_;
   bool hold_armed_ = false, held_ = false, released_ = false;
   std::atomic<int> pack_upload_ms_{0}, pack_uploads_{0}, most_at_once_{0};
+  std::atomic<bool> conditional_{true}, ignore_conditions_{false};
 };
 
-enum class Backend { kMemory, kDirectory, kS3 };
+// Where the shared bucket lives. The *Locks ones refuse conditional
+// writes, so that stores made on them keep a log of time-ordered keys
+// whose writers take lock blobs (the protocol for services without them).
+enum class Backend { kMemory, kDirectory, kS3, kMemoryLocks, kS3Locks };
+
+inline std::string BackendName(const ::testing::TestParamInfo<Backend>& p) {
+  switch (p.param) {
+    case Backend::kMemory: return "Memory";
+    case Backend::kDirectory: return "Directory";
+    case Backend::kS3: return "S3";
+    case Backend::kMemoryLocks: return "MemoryLocks";
+    case Backend::kS3Locks: return "S3Locks";
+  }
+  return "Unknown";
+}
+
+// Instantiates a bucket suite on every backend, on those whose stores
+// take lock blobs, or on those whose stores claim numbered log records.
+#ifdef CHUNKSTORE_TEST_S3
+#define CHUNKSTORE_ON_EVERY_BUCKET(suite) \
+  INSTANTIATE_TEST_SUITE_P(S3, suite, ::testing::Values(Backend::kS3, Backend::kS3Locks), testing::BackendName)
+#define CHUNKSTORE_ON_LOCKED_BUCKETS(suite) \
+  INSTANTIATE_TEST_SUITE_P(S3, suite, ::testing::Values(Backend::kS3Locks), testing::BackendName)
+#define CHUNKSTORE_ON_SEQUENCED_BUCKETS(suite) \
+  INSTANTIATE_TEST_SUITE_P(S3, suite, ::testing::Values(Backend::kS3), testing::BackendName)
+#else
+#define CHUNKSTORE_ON_EVERY_BUCKET(suite)                                                                        \
+  INSTANTIATE_TEST_SUITE_P(Local, suite,                                                                         \
+                           ::testing::Values(Backend::kMemory, Backend::kDirectory, Backend::kMemoryLocks), \
+                           testing::BackendName)
+#define CHUNKSTORE_ON_LOCKED_BUCKETS(suite) \
+  INSTANTIATE_TEST_SUITE_P(Local, suite, ::testing::Values(Backend::kMemoryLocks), testing::BackendName)
+#define CHUNKSTORE_ON_SEQUENCED_BUCKETS(suite) \
+  INSTANTIATE_TEST_SUITE_P(Local, suite, ::testing::Values(Backend::kMemory, Backend::kDirectory), testing::BackendName)
+#endif
 
 class BucketTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    if (GetParam() == Backend::kMemory) {
+    if (GetParam() == Backend::kMemory || GetParam() == Backend::kMemoryLocks) {
       backend_ = NewMemoryBlobStore();
     } else if (GetParam() == Backend::kDirectory) {
       backend_ = NewDirectoryBlobStore(dir_ / "bucket");
@@ -186,6 +240,7 @@ class BucketTest : public ::testing::TestWithParam<Backend> {
       OpenS3();
     }
     faulty_ = std::make_unique<FaultyBlobStore>(backend_.get());
+    faulty_->SetConditionalWrites(GetParam() != Backend::kMemoryLocks && GetParam() != Backend::kS3Locks);
   }
 
   void OpenS3() {
@@ -245,6 +300,21 @@ class BucketTest : public ::testing::TestWithParam<Backend> {
     if (!logs.ok() || logs->size() != 2) return {};
     FlipBit((*logs)[1].key);
     return {(*logs)[0].key, (*logs)[1].key};
+  }
+
+  // Whether the store on the bucket claims numbered log records (its
+  // config says "log sequenced"): where the service takes conditional
+  // writes and the backend lets them through.
+  bool Sequenced() {
+    auto config = backend_->Get("config");
+    EXPECT_TRUE(config.ok()) << "no store on the bucket yet";
+    return config.ok() && config->find("\nlog sequenced\n") != std::string::npos;
+  }
+
+  // A key for a log record the store's writers would not have written, that
+  // sorts after all of theirs.
+  std::string ForeignLogKey() {
+    return Sequenced() ? "log/0000000001-9999999999999-change" : "log/0000000000-9999999999999-00000000000000ff";
   }
 
   size_t CountBlobs(const std::string& prefix) {

@@ -21,6 +21,10 @@ using testing::BucketTest;
 using testing::RandomBytes;
 
 using BucketOrderTest = BucketTest;
+// Records whose keys are times: where a writer's PUT lands late, or its
+// clock runs behind, its record sorts before ones other machines applied
+// already. A sequenced log has no such records (bucket_sequenced_test.cc).
+using BucketLockedOrderTest = BucketTest;
 
 // name@version -> object, one line each (newest first), from a machine's
 // cache.
@@ -43,7 +47,7 @@ std::string Published(Store& s, uint64_t seed) {
 // b's tag of "x" is given its key first, but its upload ends only after a
 // has tagged "x" too (and applied its own record): in key order b's tag is
 // version 1 and a's version 2, on a as on b and on a new machine.
-TEST_P(BucketOrderTest, ATagListedLateIsOrderedByItsKeyOnEveryMachine) {
+TEST_P(BucketLockedOrderTest, ATagListedLateIsOrderedByItsKeyOnEveryMachine) {
   auto a = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");
   ASSERT_TRUE(a && b);
@@ -95,7 +99,7 @@ TEST_P(BucketOrderTest, ALateRecordOfAnotherNameIsAppliedWithoutARebuild) {
 
 // A late removal never commutes: the cache starts again, and ends with the
 // state of the log in key order (the name removed, then tagged again).
-TEST_P(BucketOrderTest, ALateRemovalIsOrderedByItsKey) {
+TEST_P(BucketLockedOrderTest, ALateRemovalIsOrderedByItsKey) {
   auto a = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");
   ASSERT_TRUE(a && b);
@@ -120,7 +124,7 @@ TEST_P(BucketOrderTest, ALateRemovalIsOrderedByItsKey) {
 // An object removed (b, listed late) and then published again without a
 // name (a): in key order it exists, on a as on a new machine; and the
 // other way round, it is gone. Neither leaves a cache gc would refuse.
-TEST_P(BucketOrderTest, ALateRemovalOfAnObjectAndItsRepublishEndInKeyOrder) {
+TEST_P(BucketLockedOrderTest, ALateRemovalOfAnObjectAndItsRepublishEndInKeyOrder) {
   for (const bool remove_first : {true, false}) {
     SCOPED_TRACE(remove_first ? "rm --object first" : "publish first");
     const std::string run = remove_first ? "1" : "2";
@@ -183,7 +187,7 @@ TEST_P(BucketOrderTest, OneObjectPublishedTwiceKeepsTheEarlierRecordsRowEverywhe
 // but its upload ends only after another machine's later tag, which the
 // second process has applied to the shared cache meanwhile. The first
 // must not apply its own record after the later one.
-TEST_P(BucketOrderTest, AWriterSharingItsCacheDoesNotApplyItsRecordAfterALaterOne) {
+TEST_P(BucketLockedOrderTest, AWriterSharingItsCacheDoesNotApplyItsRecordAfterALaterOne) {
   auto a1 = OpenMachine(dir_ / "a");
   auto a2 = OpenMachine(dir_ / "a");
   auto b = OpenMachine(dir_ / "b");
@@ -244,7 +248,7 @@ TEST_P(BucketOrderTest, ConcurrentTagsOfOneNameEndTheSameOnEveryMachine) {
 // log, the pack, the shared lock (PUT, LIST of locks, DELETE), the refresh
 // under it, and the record. Every further request is a round trip added to
 // every publish on every machine.
-TEST_P(BucketOrderTest, ASmallPublishMakesEightRequests) {
+TEST_P(BucketLockedOrderTest, ASmallPublishMakesEightRequests) {
   {
     auto a = OpenMachine(dir_ / "a");
     ASSERT_TRUE(a);
@@ -274,14 +278,8 @@ TEST_P(BucketOrderTest, ASmallPublishMakesEightRequests) {
   EXPECT_EQ(by_kind["GET log/"], 0) << all;
 }
 
-#ifdef CHUNKSTORE_TEST_S3
-INSTANTIATE_TEST_SUITE_P(S3, BucketOrderTest, ::testing::Values(Backend::kS3));
-#else
-INSTANTIATE_TEST_SUITE_P(Local, BucketOrderTest, ::testing::Values(Backend::kMemory, Backend::kDirectory),
-                         [](const ::testing::TestParamInfo<Backend>& p) {
-                           return p.param == Backend::kMemory ? "Memory" : "Directory";
-                         });
-#endif
+CHUNKSTORE_ON_EVERY_BUCKET(BucketOrderTest);
+CHUNKSTORE_ON_LOCKED_BUCKETS(BucketLockedOrderTest);
 
 }  // namespace
 }  // namespace chunkstore

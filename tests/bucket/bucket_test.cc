@@ -36,6 +36,27 @@ using testing::TempDir;
 using testing::Backend;
 using testing::BucketTest;
 using testing::FaultyBlobStore;
+using BucketLockedTest = BucketTest;
+
+// A new store's log is sequenced exactly where the service takes
+// conditional writes (and the test lets them through). For a real
+// service, scripts/s3-test.sh says which it is: radosgw does, Swift's
+// s3api answers 501.
+TEST_P(BucketTest, ANewStoresLogIsSequencedWhereConditionalWritesHold) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  bool expected = GetParam() == Backend::kMemory || GetParam() == Backend::kDirectory;
+  if (GetParam() == Backend::kS3) {
+    const char* said = std::getenv("CHUNKSTORE_TEST_S3_CONDITIONAL");
+    ASSERT_NE(said, nullptr) << "set CHUNKSTORE_TEST_S3_CONDITIONAL to 1 or 0 (scripts/s3-test.sh does)";
+    expected = std::string(said) == "1";
+  }
+  EXPECT_EQ(Sequenced(), expected);
+  auto config = backend_->Get("config");
+  ASSERT_TRUE(config.ok());
+  EXPECT_NE(config->find(expected ? "format 4\n" : "format 2\n"), std::string::npos) << *config;
+  EXPECT_EQ(CountBlobs("probe/"), 0u);
+}
 
 // The contract every BlobStore keeps (blob_store.h).
 TEST_P(BucketTest, TheBlobStoreKeepsItsContract) {
@@ -515,7 +536,9 @@ TEST_P(BucketTest, AGcWhileABatchIsOpenTakesNothingTheBatchKeeps) {
   EXPECT_FALSE(v->corrupt());
 }
 
-TEST_P(BucketTest, AWriterWaitsForAGcThenGivesUpSayingSo) {
+// Writers of a log without numbered records take lock blobs, and wait for
+// a gc's.
+TEST_P(BucketLockedTest, AWriterWaitsForAGcThenGivesUpSayingSo) {
   Options o = SmallChunks();
   o.busy_timeout_ms = 700;
   auto a = OpenMachine(dir_ / "a", o);
@@ -790,7 +813,18 @@ TEST_P(BucketTest, AQuarantinedDamagedRecordLosesOnlyItsChange) {
   ASSERT_TRUE((*repair)->QuarantineLogRecord(damaged).ok());
   repair->reset();
   EXPECT_TRUE(backend_->Get(sound).ok());
-  EXPECT_FALSE(backend_->Get(damaged).ok());
+  if (Sequenced()) {
+    // Its number stays taken, by an empty change set, so that no writer
+    // claims it again behind the records after it.
+    auto now = backend_->Get(damaged);
+    ASSERT_TRUE(now.ok());
+    auto none = internal::DecodeChangeSet(*now, {}, damaged);
+    ASSERT_TRUE(none.ok()) << none.status().ToString();
+    EXPECT_TRUE(none->empty());
+  } else {
+    EXPECT_FALSE(backend_->Get(damaged).ok());
+  }
+  EXPECT_TRUE(backend_->Get("quarantine/" + damaged.substr(4)).ok());
 
   o.refresh_on_open = true;
   auto b = Store::Open(dir_ / "b", o);
@@ -804,6 +838,7 @@ TEST_P(BucketTest, AQuarantinedDamagedRecordLosesOnlyItsChange) {
   for (const auto& p : v->problems) said |= p.message.find("quarantined") != std::string::npos &&
                                              p.message.find(damaged) != std::string::npos;
   EXPECT_TRUE(said) << "verify does not report the quarantined record";
+
   // The lost change's packs are named by no readable record: gc keeps every
   // such pack while a record is set aside.
   auto packs_before = backend_->List("packs/");
@@ -813,6 +848,13 @@ TEST_P(BucketTest, AQuarantinedDamagedRecordLosesOnlyItsChange) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(backend_->List("packs/")->size(), 2u) << "gc deleted a pack the quarantined change may name";
   EXPECT_EQ(*ReadObject(**b, "x"), d);
+  // Writing goes on after it (a sequenced log: at the next number).
+  const auto f = RandomBytes(3000, 20);
+  ASSERT_TRUE((*b)->PublishBytes(f.data(), f.size(), "z").ok());
+  auto c = OpenMachine(dir_ / "c");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*ReadObject(*c, "z"), f);
+  EXPECT_EQ(*ReadObject(*c, "x"), d);
 }
 
 // A record this version cannot read (a newer chunkstore's) is not damage:
@@ -844,7 +886,7 @@ TEST_P(BucketTest, GcAbortsPackUploadsAKilledWriterLeftOpen) {
   const auto d = RandomBytes(10000, 20);
   ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
   const std::string key = "packs/pack-00000000deadbeef.pack";
-  const bool s3 = GetParam() == Backend::kS3;
+  const bool s3 = GetParam() == Backend::kS3 || GetParam() == Backend::kS3Locks;
   if (s3) {
     auto id = internal::StartUpload(backend_.get(), key);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
@@ -939,7 +981,7 @@ TEST_P(BucketTest, AStoreSecretRefusesForgedChanges) {
   forged.time = 1;
   forged.names.push_back({"model", *internal::Digest::FromHex(other_id.substr(7)), 0, 0});
   const std::string bytes = internal::EncodeChangeSet(forged);
-  const std::string key = "log/0000000000-9999999999999-00000000000000ff";
+  const std::string key = ForeignLogKey();
   ASSERT_TRUE(backend_->Put(key, bytes.data(), bytes.size()).ok());
   auto b = Store::Open(dir_ / "b", [&] {
     Options ob = o;
@@ -971,14 +1013,8 @@ TEST_P(BucketTest, AStoreSecretRefusesForgedChanges) {
   EXPECT_EQ(*ReadObject(**e, "model"), real);
 }
 
-#ifdef CHUNKSTORE_TEST_S3
-INSTANTIATE_TEST_SUITE_P(S3, BucketTest, ::testing::Values(Backend::kS3));
-#else
-INSTANTIATE_TEST_SUITE_P(Local, BucketTest, ::testing::Values(Backend::kMemory, Backend::kDirectory),
-                         [](const ::testing::TestParamInfo<Backend>& p) {
-                           return p.param == Backend::kMemory ? "Memory" : "Directory";
-                         });
-#endif
+CHUNKSTORE_ON_EVERY_BUCKET(BucketTest);
+CHUNKSTORE_ON_LOCKED_BUCKETS(BucketLockedTest);
 
 }  // namespace
 }  // namespace chunkstore

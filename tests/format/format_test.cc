@@ -327,6 +327,7 @@ internal::StoreConfig SampleConfig(bool bucket) {
   internal::StoreConfig c;
   c.bucket = bucket;
   c.format = bucket ? internal::kBucketFormat : internal::kDirectoryFormat;
+  c.sequenced = bucket;
   c.id = "0123456789abcdef0123456789abcdef";
   c.meta.chunking.min_size = 1024;
   c.meta.chunking.avg_size = 4096;

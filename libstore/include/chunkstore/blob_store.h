@@ -44,6 +44,16 @@ class BlobStore {
   // Stores n bytes under key. When it returns OK the blob is durable and
   // visible whole to every client; on failure no partial blob is visible.
   virtual Status Put(const std::string& key, const void* data, size_t n) = 0;
+  // Stores n bytes under key only if no blob has that key, atomically:
+  // of two writers racing for one key, exactly one gets true; the other
+  // gets false and the blob stays the winner's. A write whose answer was
+  // lost and whose retry found the key taken is true when the blob holds
+  // these bytes. Unsupported where the service cannot promise this (the
+  // default); a bucket store then coordinates its writers with lock blobs.
+  virtual Result<bool> PutIfAbsent(const std::string& key, const void* data, size_t n) {
+    (void)key, (void)data, (void)n;
+    return Status::Unsupported("this blob store has no conditional writes");
+  }
   // As Put, with the first size bytes of file.
   virtual Status PutFile(const std::string& key, const File& file, uint64_t size) = 0;
   // Reads up to n bytes at offset into buf; *got is short only at the end

@@ -132,6 +132,19 @@ struct Options {
   // itself for a moment; if another process holds it, a later commit
   // tries again.
   uint32_t bucket_checkpoint_records = 1000;
+  // Bucket stores, when one is created: whether its writers may claim log
+  // records with conditional writes (S3 "If-None-Match: *") instead of
+  // taking lock blobs, which saves a publish three requests. Default true:
+  // creating the store tries a conditional write twice on a probe key and
+  // keeps lock blobs where the service does not refuse the second. Never
+  // changes an existing store.
+  bool bucket_conditional_writes = true;
+  // Bucket stores with a sequenced log: the log records a checkpoint
+  // covers are deleted only once the checkpoint is this old by the
+  // bucket's clock (default 3600 s). A writer follows the log before it
+  // claims a record when it has not followed it for a minute, so it never
+  // claims the number of a record deleted under it; this keeps that so.
+  uint32_t bucket_log_retention_seconds = 3600;
   // Bucket stores: the store's secret (default none). A store created with
   // one signs every change it records with HMAC-SHA256 under it, and a
   // machine that holds it rejects changes that do not carry a valid

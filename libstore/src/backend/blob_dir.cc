@@ -50,17 +50,15 @@ class DirectoryBlobStore final : public BlobStore {
   explicit DirectoryBlobStore(std::string root) : root_(std::move(root)) {}
 
   Status Put(const std::string& key, const void* data, size_t n) override {
-    return Write(key, [&](int fd) -> Status {
-      const auto* p = static_cast<const char*>(data);
-      size_t done = 0;
-      while (done < n) {
-        const ssize_t w = ::write(fd, p + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return Errno("cannot write blob " + key);
-        done += static_cast<size_t>(w);
-      }
-      return Status::OK();
-    });
+    return Write(key, [&](int fd) -> Status { return WriteAll(fd, data, n, key); });
+  }
+
+  Result<bool> PutIfAbsent(const std::string& key, const void* data, size_t n) override {
+    bool stored = false;
+    Status s = Write(
+        key, [&](int fd) -> Status { return WriteAll(fd, data, n, key); }, &stored);
+    if (!s.ok()) return s;
+    return stored;
   }
 
   Status PutFile(const std::string& key, const File& file, uint64_t size) override {
@@ -134,7 +132,22 @@ class DirectoryBlobStore final : public BlobStore {
  private:
   std::string Path(const std::string& key) const { return root_ + "/" + key; }
 
-  Status Write(const std::string& key, const std::function<Status(int)>& fill) {
+  static Status WriteAll(int fd, const void* data, size_t n, const std::string& key) {
+    const auto* p = static_cast<const char*>(data);
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t w = ::write(fd, p + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return Errno("cannot write blob " + key);
+      done += static_cast<size_t>(w);
+    }
+    return Status::OK();
+  }
+
+  // exclusive (PutIfAbsent): the blob goes in place with link(2), which
+  // fails where the key exists, instead of rename(2), which replaces it;
+  // *exclusive says whether it went in.
+  Status Write(const std::string& key, const std::function<Status(int)>& fill, bool* exclusive = nullptr) {
     if (key.empty() || key.find("..") != std::string::npos || key[0] == '/' || key.rfind(".tmp", 0) == 0)
       return Status::InvalidArgument("malformed blob key '" + key + "'");
     const std::string path = Path(key);
@@ -147,7 +160,14 @@ class DirectoryBlobStore final : public BlobStore {
     Status s = fill(fd);
     if (s.ok() && ::fsync(fd) != 0) s = Errno("cannot sync blob " + key);
     ::close(fd);
-    if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("cannot store blob " + key);
+    if (s.ok() && exclusive) {
+      *exclusive = ::link(tmp.c_str(), path.c_str()) == 0;
+      if (!*exclusive && errno != EEXIST) s = Errno("cannot store blob " + key);
+      ::unlink(tmp.c_str());
+      if (!s.ok() || !*exclusive) return s;
+    } else if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+      s = Errno("cannot store blob " + key);
+    }
     if (!s.ok()) {
       ::unlink(tmp.c_str());
       return s;

@@ -23,6 +23,14 @@ class MemoryBlobStore final : public BlobStore {
     return Status::OK();
   }
 
+  Result<bool> PutIfAbsent(const std::string& key, const void* data, size_t n) override {
+    Blob b;
+    b.bytes.assign(static_cast<const char*>(data), n);
+    b.modified = Now();
+    std::lock_guard<std::mutex> l(mu_);
+    return blobs_.emplace(key, std::make_shared<const Blob>(std::move(b))).second;
+  }
+
   Status PutFile(const std::string& key, const File& file, uint64_t size) override {
     std::string bytes(size, '\0');
     size_t got = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Wall-clock time as the store records it: whole seconds for objects,
-// names and changes, milliseconds for bucket log keys.
+// names and changes, milliseconds for bucket log keys; and a steady clock
+// for durations.
 #pragma once
 
 #include <chrono>
@@ -15,6 +16,13 @@ inline int64_t NowSeconds() {
 
 inline int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Milliseconds on a clock that only moves forward, for how long ago
+// something happened in this process.
+inline int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 

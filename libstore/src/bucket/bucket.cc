@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <random>
 #include <set>
 
 #include "base/clock.h"
@@ -19,6 +20,7 @@
 #include "bucket/log_keys.h"
 #include "format/config.h"
 #include "format/layout.h"
+#include "format/manifest.h"
 #include "index/apply.h"
 
 namespace chunkstore::internal {
@@ -27,6 +29,8 @@ namespace {
 
 constexpr const char* kConfigKey = "config";
 constexpr const char* kLockPrefix = "locks/";
+// Keys written once and deleted again to find out what the service can do.
+constexpr const char* kProbePrefix = "probe/";
 
 }  // namespace
 
@@ -118,20 +122,43 @@ Result<std::unique_ptr<BucketLock>> BucketLog::Lock(bool exclusive, int wait_ms)
 
 // ---- config --------------------------------------------------------------
 
-Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, const std::string& secret,
-                        StoreMeta* meta, std::string* store_id, bool* signed_store) {
+bool TakesConditionalWrites(BlobStore* blobs) {
+  // Twice on one fresh key, with other bytes the second time: a service
+  // that ignores the condition answers both with success.
+  const std::string key = std::string(kProbePrefix) + "conditional-" + RandomHex(8);
+  const std::string first = "chunkstore probe 1\n", second = "chunkstore probe 2\n";
+  Result<bool> a = blobs->PutIfAbsent(key, first.data(), first.size());
+  if (!a.ok() || !*a) {
+    if (a.ok()) (void)blobs->Delete(key);
+    return false;
+  }
+  Result<bool> b = blobs->PutIfAbsent(key, second.data(), second.size());
+  Result<std::string> kept = blobs->Get(key);
+  (void)blobs->Delete(key);
+  return b.ok() && !*b && kept.ok() && *kept == first;
+}
+
+Status LoadBucketConfig(BlobStore* blobs, bool create, bool conditional, const StoreMeta& wanted,
+                        const std::string& secret, StoreMeta* meta, std::string* store_id, bool* signed_store,
+                        bool* sequenced) {
   Result<std::string> text = blobs->Get(kConfigKey);
   if (!text.ok() && text.status().IsNotFound()) {
     if (!create) return Status::NotFound("no store at " + blobs->Describe());
     StoreConfig c;
     c.bucket = true;
-    c.format = kBucketCreateFormat;
+    c.sequenced = conditional && TakesConditionalWrites(blobs);
+    c.format = c.sequenced ? kBucketSequencedFormat : kBucketCreateFormat;
     c.id = RandomHex(16);
     c.meta = wanted;
     if (!secret.empty()) c.secret_check = SecretCheck(secret);
     std::string body = EncodeConfig(c);
     if (!secret.empty()) body += "hmac " + HmacSha256(secret, body.data(), body.size()).Hex() + "\n";
-    CHUNKSTORE_RETURN_IF_ERROR(blobs->Put(kConfigKey, body.data(), body.size()));
+    if (c.sequenced) {
+      Result<bool> put = blobs->PutIfAbsent(kConfigKey, body.data(), body.size());
+      if (!put.ok()) return put.status();
+    } else {
+      CHUNKSTORE_RETURN_IF_ERROR(blobs->Put(kConfigKey, body.data(), body.size()));
+    }
     text = blobs->Get(kConfigKey);  // a concurrent creator may have won
   }
   if (!text.ok()) return text.status();
@@ -152,6 +179,7 @@ Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, 
   }
   *meta = c->meta;
   *store_id = c->id;
+  *sequenced = c->sequenced;
   return Status::OK();
 }
 
@@ -160,7 +188,7 @@ Status RaiseBucketFormat(BlobStore* blobs, const std::string& secret) {
   if (!text.ok()) return text.status();
   Result<StoreConfig> c = DecodeConfig(*text, blobs->Describe() + "/config");
   if (!c.ok()) return c.status();
-  if (c->format >= kBucketFormat) return Status::OK();
+  if (c->format >= kBucketTreeFormat) return Status::OK();
   if (!c->secret_check.empty()) {
     // Only a holder of the secret writes to a signed store, and only over
     // a config that is still the store's own.
@@ -170,7 +198,7 @@ Status RaiseBucketFormat(BlobStore* blobs, const std::string& secret) {
     if (at == std::string::npos || at == 0 || text->compare(at + 5, 64, HmacSha256(secret, text->data(), at).Hex()) != 0)
       return Status::Corruption(blobs->Describe() + "/config fails its HMAC under the store's secret");
   }
-  c->format = kBucketFormat;
+  c->format = kBucketTreeFormat;
   std::string body = EncodeConfig(*c);
   if (!c->secret_check.empty()) body += "hmac " + HmacSha256(secret, body.data(), body.size()).Hex() + "\n";
   return blobs->Put(kConfigKey, body.data(), body.size());
@@ -201,6 +229,7 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
     return Status::OK();
   }
   const BucketLock& lock() const { return *lock_; }
+  bool held_with_lock() const { return lock_ != nullptr; }
 
  private:
   BucketLog* log_;
@@ -208,7 +237,8 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
 };
 
 BucketLog::BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string cache_dir, StoreMeta meta,
-                     uint32_t checkpoint_records, std::string secret, bool signed_store)
+                     uint32_t checkpoint_records, std::string secret, bool signed_store, bool sequenced,
+                     int64_t retention_seconds)
     : env_(env),
       blobs_(blobs),
       index_(index),
@@ -216,13 +246,21 @@ BucketLog::BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string
       meta_(meta),
       checkpoint_records_(checkpoint_records),
       secret_(std::move(secret)),
-      signed_store_(signed_store) {}
+      signed_store_(signed_store),
+      sequenced_(sequenced),
+      retention_seconds_(retention_seconds) {}
 
 BucketLog::~BucketLog() = default;
 
 Result<std::unique_ptr<ChangeLog::Held>> BucketLog::Hold(bool exclusive, int wait_ms) {
   if (signed_store_ && secret_.empty())
     return Status::PermissionDenied(blobs_->Describe() + " signs its changes: changing it takes its secret");
+  // A sequenced log needs neither a lock nor a refresh for a writer: its
+  // record is stored only as the successor of the newest record this
+  // cache applied, so a change made meanwhile by anyone (a gc too) makes
+  // the write fail, and the writer follows the log and checks again
+  // (Claim) before it tries the next number.
+  if (sequenced_ && !exclusive) return std::unique_ptr<Held>(new HeldBucket(this, nullptr));
   Result<std::unique_ptr<BucketLock>> lock = Lock(exclusive, wait_ms);
   if (!lock.ok()) return lock.status();
   // Under the lock no gc runs (or, held exclusively, nothing else), and
@@ -234,6 +272,7 @@ Result<std::unique_ptr<ChangeLog::Held>> BucketLog::Hold(bool exclusive, int wai
 
 Result<int64_t> BucketLog::BucketNow(const Held& held) {
   const auto& h = static_cast<const HeldBucket&>(held);
+  if (!h.held_with_lock()) return NowSeconds();
   Result<std::vector<BlobInfo>> locks = blobs_->List(h.lock().key());
   if (!locks.ok()) return locks.status();
   if (locks->empty()) return NowSeconds();
@@ -338,7 +377,7 @@ Result<std::vector<std::string>> BucketLog::ListLog(const std::string& start_aft
   std::vector<std::string> keys;
   keys.reserve(listed->size());
   for (const BlobInfo& b : *listed) {
-    if (!IsLogKey(b.key))
+    if (!IsLogKey(b.key, sequenced_))
       return Status::Corruption(blobs_->Describe() + "/" + b.key.substr(0, 200) +
                                 " is not a chunkstore log key; move it out of the log");
     keys.push_back(b.key);
@@ -358,13 +397,19 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     mark = *m;
     return Status::OK();
   }));
-  if (newest.empty()) return Bootstrap(scratch, problems);
+  if (newest.empty()) {
+    Status s = Bootstrap(scratch, problems);
+    if (s.ok() && !scratch) followed_at_ms_ = SteadyMs();
+    return s;
+  }
   if (!scratch) NoteEpoch(newest);
   // Listed from a while before the newest record applied, to pick up
-  // records of concurrent writers whose clocks run behind.
+  // records of concurrent writers whose clocks run behind. A sequenced
+  // log has no such records: a number is claimed only after its
+  // predecessor was stored.
   int64_t epoch = 0, ms = 0;
-  std::string start_after;
-  if (ParseLogKey(newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
+  std::string start_after = newest;
+  if (!sequenced_ && ParseLogKey(newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
   Result<std::vector<std::string>> listed = ListLog(start_after);
   if (!listed.ok()) return listed.status();
   std::set<std::string> applied;
@@ -397,6 +442,7 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     *behind = true;
     return Status::OK();
   }
+  if (s.ok() && !scratch) followed_at_ms_ = SteadyMs();
   return s;
 }
 
@@ -426,12 +472,18 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
     if (!n.ok()) return n.status();
     newest = *n;
   }
-  const std::string key = NewLogKey(epoch_.load() + (change.kind == ChangeSet::kGc ? 1 : 0), newest);
-  const std::string bytes = EncodeChangeSet(change, secret_, key);
-  // A PUT that fails may still have stored the blob (the answer was lost,
-  // not the request): from here on whatever the change names is kept.
-  if (made) *made = true;
-  CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()));
+  std::string key;
+  if (sequenced_) {
+    CHUNKSTORE_RETURN_IF_ERROR(Claim(change, newest, made, &key));
+  } else {
+    key = NewLogKey(epoch_.load() + (change.kind == ChangeSet::kGc ? 1 : 0), newest);
+    const std::string bytes = EncodeChangeSet(change, secret_, key);
+    // A PUT that fails may still have stored the blob (the answer was
+    // lost, not the request): from here on whatever the change names is
+    // kept.
+    if (made) *made = true;
+    CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()));
+  }
   // The change is in the bucket now; what follows only updates the cache,
   // and a failure there is repaired by the next refresh.
   auto cache_failed = [&](const Status& s) {
@@ -505,6 +557,118 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   auto db = index_->Lock();
   s = applied_elsewhere(*db);
   return s.ok() ? s : cache_failed(s);
+}
+
+Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::string* key) {
+  // Enough for a few dozen writers racing for every number; each lost
+  // race costs a listing and the records that won.
+  constexpr int kMaxClaims = 64;
+  thread_local std::mt19937 jitter(std::random_device{}());
+  // A cache that has not followed the log for a while may lack a whole
+  // checkpoint's worth of records, which may be gone from the bucket (and
+  // their numbers free again) once the checkpoint is old enough
+  // (DropCovered): follow it first.
+  // Follows the log; where that applied records, checks that the change
+  // still stands on them.
+  auto follow = [&]() -> Status {
+    bool behind = false;
+    CHUNKSTORE_RETURN_IF_ERROR(Follow(nullptr, nullptr, &behind));
+    if (behind)
+      return Status::Busy("the log of " + blobs_->Describe() +
+                          " moved past two checkpoints while this change was made; try again");
+    std::string now;
+    {
+      auto db = index_->Lock();
+      Result<std::string> n = db->NewestApplied();
+      if (!n.ok()) return n.status();
+      now = *n;
+    }
+    if (now == newest) return Status::OK();
+    newest = now;
+    return StillStands(change);
+  };
+  const int64_t followed = followed_at_ms_.load();
+  if (followed < 0 || SteadyMs() - followed > kClaimFreshSeconds * 1000) CHUNKSTORE_RETURN_IF_ERROR(follow());
+  for (int attempt = 0;; ++attempt) {
+    int64_t epoch = 1, seq = 0;
+    if (!newest.empty() && !ParseLogKey(newest, &epoch, &seq))
+      return Status::Corruption("the index cache's newest log record '" + newest.substr(0, 200) +
+                                "' is not a log key; run index rebuild");
+    if (seq >= kLastSequence)
+      return Status::Corruption("log record " + newest.substr(0, 200) + " of " + blobs_->Describe() +
+                                " has the last number a log record can have; was it forged?");
+    *key = SequencedKey(epoch, seq + 1);
+    const std::string bytes = EncodeChangeSet(change, secret_, *key);
+    // An error may still have stored the record (the answer was lost):
+    // from here on whatever the change names is kept.
+    if (made) *made = true;
+    Result<bool> stored = blobs_->PutIfAbsent(*key, bytes.data(), bytes.size());
+    if (!stored.ok()) return stored.status().WithContext("cannot write log record " + *key);
+    if (*stored) return Status::OK();
+    // Another writer's record holds the number: this one is not stored.
+    if (made) *made = false;
+    if (attempt + 1 >= kMaxClaims)
+      return Status::Busy("other writers took " + std::to_string(kMaxClaims) + " log records of " +
+                          blobs_->Describe() + " in a row before this change; try again");
+    if (attempt >= 2)
+      std::this_thread::sleep_for(std::chrono::milliseconds(jitter() % (5u << std::min(attempt, 6))));
+    CHUNKSTORE_RETURN_IF_ERROR(follow());
+  }
+}
+
+Status BucketLog::StillStands(const ChangeSet& change) {
+  // gc decided what is garbage from the log as it was: a change made
+  // since may use some of it.
+  if (change.kind == ChangeSet::kGc || change.kind == ChangeSet::kCheckpoint)
+    return Status::Busy("another writer changed " + blobs_->Describe() + " while gc ran; run gc again");
+  auto db = index_->Lock();
+  ReadTxn txn(db.get());
+  CHUNKSTORE_RETURN_IF_ERROR(txn.status());
+  std::set<Digest> objects, chunks;
+  for (const ObjectRow& o : change.objects) objects.insert(o.id);
+  for (const ChangeSet::Chunk& c : change.chunks) chunks.insert(c.id);
+  auto held = [&](const Digest& id) -> Result<bool> {
+    if (objects.count(id)) return true;
+    Result<std::optional<ObjectRow>> row = db->FindObject(id);
+    if (!row.ok()) return row.status();
+    return row->has_value();
+  };
+  auto gone = [&](const std::string& what) {
+    return Status::Busy(what + " was removed from " + blobs_->Describe() + " meanwhile; try again");
+  };
+  for (const ObjectRow& o : change.objects) {
+    for (const Digest& ref : o.refs) {
+      Result<bool> h = held(ref);
+      if (!h.ok()) return h.status();
+      if (!*h) return gone("object " + ref.ObjectId() + ", which tree " + o.id.ObjectId() + " names,");
+    }
+    if (o.chunk_count == 0) continue;
+    Result<std::vector<ManifestEntry>> entries = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
+    if (!entries.ok()) return entries.status();
+    for (const ManifestEntry& e : *entries) {
+      if (chunks.count(e.id)) continue;
+      Result<std::optional<ChunkLocation>> loc = db->FindChunk(e.id);
+      if (!loc.ok()) return loc.status();
+      if (!loc->has_value())
+        return Status::Busy("a concurrent gc removed chunk " + e.id.Hex() + ", which this publish reuses; publish again");
+    }
+  }
+  for (const ChangeSet::Name& n : change.names) {
+    Result<bool> h = held(n.object);
+    if (!h.ok()) return h.status();
+    if (!*h) return gone("object " + n.object.ObjectId() + ", which name " + n.name + " is to point at,");
+  }
+  for (const std::string& name : change.removed_names) {
+    Result<std::optional<NameRow>> row = db->FindName(name, 0);
+    if (!row.ok()) return row.status();
+    if (!row->has_value()) return Status::NotFound("name " + name + " was removed meanwhile");
+  }
+  for (const Digest& id : change.removed_objects) {
+    Result<bool> h = held(id);
+    if (!h.ok()) return h.status();
+    if (!*h) return Status::NotFound("object " + id.ObjectId() + " was removed meanwhile");
+  }
+  return Status::OK();
 }
 
 namespace {

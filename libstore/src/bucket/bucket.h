@@ -10,6 +10,9 @@
 //   checkpoints/<epoch>-<ms>     the whole state as of its mark
 //   locks/<kind>-<hex>     lock blobs: writers take "shared", gc takes
 //                          "exclusive"
+// A sequenced log (log_keys.h) numbers its change sets instead; a writer
+// claims the next number with a conditional write and takes no lock, so
+// only gc and repairs take ("exclusive") lock blobs there.
 // The newest checkpoint with its mark, then every change set after the
 // mark in key order, applied to an empty index give the store's index; a
 // cache applies the ones it has not seen yet. Records older than the
@@ -80,9 +83,16 @@ class BucketLock {
 
 // Reads or (when create) writes a bucket's config blob. *meta gets the
 // store's chunking and compression; *store_id its id; *signed_store
-// whether it has a secret (then secret, if given, must be it).
-Status LoadBucketConfig(BlobStore* blobs, bool create, const StoreMeta& wanted, const std::string& secret,
-                        StoreMeta* meta, std::string* store_id, bool* signed_store);
+// whether it has a secret (then secret, if given, must be it); *sequenced
+// whether its log is sequenced. A store created with conditional set gets
+// a sequenced log if the service takes conditional writes.
+Status LoadBucketConfig(BlobStore* blobs, bool create, bool conditional, const StoreMeta& wanted,
+                        const std::string& secret, StoreMeta* meta, std::string* store_id, bool* signed_store,
+                        bool* sequenced);
+
+// Whether blobs keeps the promise of PutIfAbsent: tried twice on a probe
+// key (probe/...), which is deleted again.
+bool TakesConditionalWrites(BlobStore* blobs);
 
 // Rewrites the config blob of a bucket store of an older format with the
 // current one (config.h), keeping everything else; a signed store's needs
@@ -116,8 +126,15 @@ class BucketLog final : public ChangeLog {
   // hold it; then signed_store refuses every change).
   // checkpoint_records: a commit after which this many records follow the
   // newest checkpoint writes a new one (0: only gc does).
+  // sequenced: the store's log is sequenced (config.h): a change claims
+  // the next number with PutIfAbsent, and only gc and repairs take locks.
   BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string cache_dir, StoreMeta meta,
-            uint32_t checkpoint_records, std::string secret, bool signed_store);
+            uint32_t checkpoint_records, std::string secret, bool signed_store, bool sequenced = false,
+            int64_t retention_seconds = 3600);
+
+  // A sequenced log's writer that has not followed the log for this long
+  // follows it before it claims a number (Options::bucket_log_retention_seconds).
+  static constexpr int64_t kClaimFreshSeconds = 60;
   ~BucketLog() override;
 
   Result<std::unique_ptr<Held>> Hold(bool exclusive, int wait_ms) override;
@@ -170,6 +187,14 @@ class BucketLog final : public ChangeLog {
   // tail's.
   Status DropCovered(const std::string& tail);
   Status Write(ChangeSet& change, Applied* applied, bool* made);
+  // Sequenced logs: stores change under the key after newest, and if
+  // another writer took that key first, follows the log and (where the
+  // change still stands on what it now shows) tries the next one. *key
+  // gets the key stored.
+  Status Claim(ChangeSet& change, std::string newest, bool* made, std::string* key);
+  // Whether change, checked against what the writer saw, still holds on
+  // the cache as it is now (after a lost claim applied others' records).
+  Status StillStands(const ChangeSet& change);
 
   Env* env_;
   BlobStore* blobs_;
@@ -180,6 +205,10 @@ class BucketLog final : public ChangeLog {
   std::atomic<bool> checkpoint_due_{false};
   std::string secret_;
   bool signed_store_;
+  bool sequenced_;
+  int64_t retention_seconds_;
+  // When Follow last brought the live cache up to the log (steady clock, ms).
+  std::atomic<int64_t> followed_at_ms_{-1};
   std::mutex refresh_mu_;  // one refresh (or write) at a time
   // Fetches log records (ApplyKeys): each GET a round trip, many in flight.
   TaskPool fetchers_{16};

@@ -9,6 +9,12 @@
 // after the mark (a new epoch), every record before it is covered by it. A
 // checkpoint without its mark was cut short and is passed over.
 //
+// A sequenced log keeps its epoch: the checkpoint and its mark take the
+// number of the newest change set they cover, and the mark sorts after
+// that change set and before the next. Writers never wait for one (they
+// take no lock), and two that write the same checkpoint at once write the
+// same state; the first mark stays.
+//
 // When checkpoint k is written, the records and checkpoints older than
 // checkpoint k-1 are deleted: a cache that has seen mark k-1 lacks none
 // of what is left, and one that has not sees two new marks when it next
@@ -42,7 +48,11 @@ Status BucketLog::Bootstrap(Index* scratch, std::vector<Problem>* problems) {
     const std::string key = CheckpointKey(tail), mark = MarkKey(tail);
     Result<std::vector<std::string>> after = ListLog(kLogPrefix + tail);
     if (!after.ok()) return after.status();
-    if (after->empty() || after->front() != mark) {
+    // Before the mark only the change set of its own number can sort (a
+    // sequenced log's), which it covers.
+    const auto at = std::find(after->begin(), after->end(), mark);
+    const bool marked = at != after->end() && at - after->begin() <= (sequenced_ ? 1 : 0);
+    if (!marked) {
       note(false, "checkpoint " + key + " has no mark (a checkpoint cut short); passed over");
       continue;
     }
@@ -65,7 +75,7 @@ Status BucketLog::Bootstrap(Index* scratch, std::vector<Problem>* problems) {
       return txn.Commit().WithContext("cannot update the index cache");
     }));
     if (!scratch) NoteEpoch(mark);
-    after->erase(after->begin());
+    after->erase(after->begin(), at == after->end() ? after->begin() : at + 1);
     return ApplyKeys(scratch, *after);
   }
   // With two checkpoints or more written, the records the older ones cover
@@ -89,9 +99,20 @@ Status BucketLog::WriteCheckpoint(std::string* tail_out) {
   if (!newest.ok()) return newest.status();
   std::string bytes;
   int64_t epoch = epoch_.load(), e = 0, ms = 0;
-  if (ParseLogKey(*newest, &e, &ms)) epoch = std::max(epoch, e);
-  ++epoch;
-  const std::string tail = LogKeyPrefix(epoch, NowMs()).substr(4);
+  const bool parsed = ParseLogKey(*newest, &e, &ms);
+  std::string tail;
+  if (sequenced_) {
+    // Nothing since the newest checkpoint: it is this one.
+    if (IsCheckpointMark(*newest)) {
+      *tail_out = (*newest).substr(4, kLogTailSize);
+      return Status::OK();
+    }
+    tail = parsed ? LogKeyPrefix(e, ms).substr(4) : LogKeyPrefix(1, 0).substr(4);
+  } else {
+    if (parsed) epoch = std::max(epoch, e);
+    ++epoch;
+    tail = LogKeyPrefix(epoch, NowMs()).substr(4);
+  }
   const std::string key = CheckpointKey(tail), mark = MarkKey(tail);
   {
     ReadTxn read(scratch->get());
@@ -100,13 +121,22 @@ Status BucketLog::WriteCheckpoint(std::string* tail_out) {
     if (!state.ok()) return state.status();
     bytes = EncodeChangeSet(*state, secret_, key);
   }
-  CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()).WithContext("cannot write a checkpoint"));
   ChangeSet empty;
   empty.kind = ChangeSet::kCheckpointMark;
   empty.time = NowSeconds();
   const std::string mark_bytes = EncodeChangeSet(empty, secret_, mark);
-  CHUNKSTORE_RETURN_IF_ERROR(
-      blobs_->Put(mark, mark_bytes.data(), mark_bytes.size()).WithContext("cannot write a checkpoint's mark"));
+  if (sequenced_) {
+    // A checkpoint of the same number written by another process holds
+    // the same state; whichever came first stays.
+    Result<bool> put = blobs_->PutIfAbsent(key, bytes.data(), bytes.size());
+    if (!put.ok()) return put.status().WithContext("cannot write a checkpoint");
+    put = blobs_->PutIfAbsent(mark, mark_bytes.data(), mark_bytes.size());
+    if (!put.ok()) return put.status().WithContext("cannot write a checkpoint's mark");
+  } else {
+    CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, bytes.data(), bytes.size()).WithContext("cannot write a checkpoint"));
+    CHUNKSTORE_RETURN_IF_ERROR(
+        blobs_->Put(mark, mark_bytes.data(), mark_bytes.size()).WithContext("cannot write a checkpoint's mark"));
+  }
   {
     auto db = index_->Lock();
     WriteTxn txn(db.get());
@@ -126,8 +156,14 @@ Status BucketLog::Checkpoint() {
     return Status::PermissionDenied(blobs_->Describe() + " signs its changes: a checkpoint takes its secret");
   std::string tail;
   {
-    Result<std::unique_ptr<BucketLock>> lock = Lock(true, 0);
-    if (!lock.ok()) return lock.status();
+    // A sequenced log's checkpoint needs no lock: it covers a prefix of
+    // the log that no writer can add to.
+    std::unique_ptr<BucketLock> held;
+    if (!sequenced_) {
+      Result<std::unique_ptr<BucketLock>> lock = Lock(true, 0);
+      if (!lock.ok()) return lock.status();
+      held = std::move(*lock);
+    }
     CHUNKSTORE_RETURN_IF_ERROR(CatchUp());
     std::lock_guard<std::mutex> refresh(refresh_mu_);
     CHUNKSTORE_RETURN_IF_ERROR(WriteCheckpoint(&tail));
@@ -140,14 +176,24 @@ Status BucketLog::Checkpoint() {
 Status BucketLog::DropCovered(const std::string& tail) {
   Result<std::vector<BlobInfo>> listed = blobs_->List(kCheckpointPrefix);
   if (!listed.ok()) return listed.status();
+  // The bucket's clock: when the new checkpoint was stored.
+  int64_t now = 0;
+  for (const BlobInfo& b : *listed)
+    if (CheckpointTail(b.key) == tail) now = b.modified;
   std::vector<std::string> older;
   for (const BlobInfo& b : *listed) {
     const std::string t = CheckpointTail(b.key);
-    if (!t.empty() && t < tail) older.push_back(t);
+    if (t.empty() || t >= tail) continue;
+    // A sequenced log's writer claims the number after the newest record
+    // its cache holds; one that followed the log before this checkpoint
+    // was written could claim the number of a record it covers, were that
+    // deleted already (Claim follows first after kClaimFreshSeconds).
+    if (sequenced_ && b.modified > now - retention_seconds_) continue;
+    older.push_back(t);
   }
   if (older.empty()) return Status::OK();
   std::sort(older.begin(), older.end());
-  const std::string keep = older.back();  // the checkpoint before this one
+  const std::string keep = older.back();  // the newest checkpoint before this one (old enough)
   Result<std::vector<std::string>> log = ListLog("");
   if (!log.ok()) return log.status();
   const std::string bound = kLogPrefix + keep;
@@ -232,7 +278,10 @@ Result<uint64_t> BucketLog::Quarantined() {
 }
 
 Status BucketLog::Quarantine(const std::string& record) {
-  if (!IsLogKey(record)) return Status::InvalidArgument("'" + record.substr(0, 200) + "' is not a log record key (log/...)");
+  if (!IsLogKey(record, sequenced_))
+    return Status::InvalidArgument("'" + record.substr(0, 200) + "' is not a log record key (log/...)");
+  if (sequenced_ && signed_store_ && secret_.empty())
+    return Status::PermissionDenied(blobs_->Describe() + " signs its changes: a repair takes its secret");
   // Taken as gc takes it: no writer and no other repair meanwhile.
   Result<std::unique_ptr<BucketLock>> lock = Lock(true, 0);
   if (!lock.ok()) return lock.status();
@@ -249,7 +298,15 @@ Status BucketLog::Quarantine(const std::string& record) {
                                    "): not quarantining it");
   const std::string aside = kQuarantinePrefix + record.substr(std::string(kLogPrefix).size());
   CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(aside, bytes->data(), bytes->size()));
-  return blobs_->Delete(record);
+  if (!sequenced_) return blobs_->Delete(record);
+  // A sequenced log keeps the number taken, or the next writer would
+  // claim it again behind records that came after it: the record becomes
+  // an empty change set (the mark of a checkpoint stays a mark).
+  ChangeSet none;
+  none.kind = IsCheckpointMark(record) ? ChangeSet::kCheckpointMark : ChangeSet::kPublish;
+  none.time = NowSeconds();
+  const std::string empty = EncodeChangeSet(none, secret_, record);
+  return blobs_->Put(record, empty.data(), empty.size());
 }
 
 }  // namespace chunkstore::internal

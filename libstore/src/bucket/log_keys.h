@@ -7,6 +7,14 @@
 //   checkpoints/<epoch>-<ms>         every change before its mark
 //
 // epoch is 10 digits, ms 13 (unix milliseconds by the writer's clock).
+// A sequenced log (bucket format 4) puts a sequence number where ms is:
+//
+//   log/<epoch>-<seq>-change         change set number seq
+//   log/<epoch>-<seq>-checkpoint     the mark of a checkpoint of change
+//                                    sets up to seq ("change" sorts
+//                                    before "checkpoint")
+//   checkpoints/<epoch>-<seq>
+//
 // Every key read from a listing goes through these before it is used.
 #pragma once
 
@@ -21,10 +29,12 @@ inline constexpr const char* kCheckpointPrefix = "checkpoints/";
 // Damaged log records a repair moved out of the log (Store::QuarantineLogRecord).
 inline constexpr const char* kQuarantinePrefix = "quarantine/";
 inline constexpr const char* kMarkSuffix = "-checkpoint";
+inline constexpr const char* kSequencedSuffix = "-change";
 // The meta key under which a cache records the newest checkpoint mark it
 // applied (or started from).
 inline constexpr const char* kCheckpointMeta = "bucket_checkpoint";
 inline constexpr size_t kLogTailSize = 10 + 1 + 13;  // "<epoch>-<ms>"
+inline constexpr int64_t kLastSequence = 9999999999999;  // 13 digits
 
 inline bool AllDigits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
 
@@ -46,14 +56,20 @@ inline std::string LogKeyPrefix(int64_t epoch, int64_t ms) {
   return buf;
 }
 
-// Whether key is a log record's key: a change set, or a checkpoint mark.
-inline bool IsLogKey(const std::string& key) {
+// Whether key is a log record's key in a log of its kind (sequenced or
+// not): a change set, or a checkpoint mark.
+inline bool IsLogKey(const std::string& key, bool sequenced) {
   int64_t e = 0, ms = 0;
   if (!ParseLogKey(key, &e, &ms)) return false;
   const std::string rest = key.substr(4 + kLogTailSize + 1);
-  return rest == kMarkSuffix + 1 ||
-         (rest.size() == 16 && rest.find_first_not_of("0123456789abcdef") == std::string::npos);
+  if (rest == kMarkSuffix + 1) return true;
+  if (sequenced) return rest == kSequencedSuffix + 1;
+  return rest.size() == 16 && rest.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
+inline bool IsLogKey(const std::string& key) { return IsLogKey(key, false) || IsLogKey(key, true); }
+
+// The key of change set seq in a sequenced log.
+inline std::string SequencedKey(int64_t epoch, int64_t seq) { return LogKeyPrefix(epoch, seq) + kSequencedSuffix; }
 
 inline bool IsCheckpointMark(const std::string& key) {
   return IsLogKey(key) && key.size() == 4 + kLogTailSize + std::char_traits<char>::length(kMarkSuffix);

@@ -27,6 +27,7 @@ std::string EncodeConfig(const StoreConfig& c) {
   s += "chunk_level " + std::to_string(p.level) + "\n";
   s += "compression " + CompressionText(c.meta.compression) + "\n";
   if (!c.bucket || c.format >= 2) s += "inline_max " + std::to_string(c.meta.inline_max) + "\n";
+  if (c.sequenced) s += "log sequenced\n";
   if (!c.secret_check.empty()) s += "secret_check " + c.secret_check + "\n";
   if (!c.bucket || c.format >= 2) {
     char check[32];
@@ -91,6 +92,9 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
     } else if (k == "inline_max") {
       CHUNKSTORE_RETURN_IF_ERROR(need_number());
       c.meta.inline_max = static_cast<uint32_t>(n);
+    } else if (k == "log") {
+      if (v != "sequenced") return Status::Corruption(where + ": log " + v.substr(0, 32) + " is not a log kind");
+      c.sequenced = true;
     } else if (k == "secret_check") {
       c.secret_check = v;
     } else if (k == "check") {
@@ -112,6 +116,9 @@ Result<StoreConfig> DecodeConfig(const std::string& text, const std::string& whe
                                std::to_string(c.format) + "; this chunkstore reads formats up to " +
                                std::to_string(newest));
   if (c.id.empty()) return Status::Corruption(where + " has no store id");
+  if (c.sequenced != (c.bucket && c.format >= kBucketSequencedFormat))
+    return Status::Corruption(where + (c.sequenced ? " says its log is sequenced, which its format is not"
+                                                   : " lacks the kind of log its format has"));
   if (!have_check && (!c.bucket || c.format >= 2)) return Status::Corruption(where + " has no check line (damaged)");
   if (!unknown_compression.empty())
     return Status::Unsupported(where + ": unknown compression " + unknown_compression +

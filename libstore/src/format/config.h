@@ -16,10 +16,17 @@ struct StoreConfig {
   bool bucket = false;  // "chunkstore bucket store" rather than "chunkstore store"
   // Directory stores: 3 (the first with a config), 4 (may hold trees and
   // names with '@'). Bucket stores: 1 (log records without name
-  // versions), 2 (change sets, which 1 cannot read), 3 (as directory 4).
+  // versions), 2 (change sets, which 1 cannot read), 3 (as directory 4),
+  // 4 (as 3, with a sequenced log: created so where the service takes
+  // conditional writes; versions before it would write with lock blobs
+  // that its writers do not take).
   int format = 0;
   std::string id;  // 32 lowercase hex digits, random at creation
   StoreMeta meta;
+  // Bucket stores of format 4: writers claim the log's next sequence
+  // number with a conditional write instead of taking lock blobs ("log
+  // sequenced"; docs/design.md, "Bucket stores").
+  bool sequenced = false;
   // Bucket stores with a secret: HMAC-SHA256 of a fixed text under it, so
   // a wrong secret is told from a forged change.
   std::string secret_check;
@@ -27,7 +34,11 @@ struct StoreConfig {
 
 // The newest formats this code reads and writes.
 constexpr int kDirectoryFormat = 4;
-constexpr int kBucketFormat = 3;
+constexpr int kBucketFormat = 4;
+// The bucket format that may hold trees, which the first one raises a
+// store of an older format to (a sequenced store is past it already).
+constexpr int kBucketTreeFormat = 3;
+constexpr int kBucketSequencedFormat = 4;
 // What a new store is created as: the format before trees, which versions
 // from before trees still read. The first change that needs the newest
 // format (change_set.h, NeedsCurrentFormat) raises the store to it.

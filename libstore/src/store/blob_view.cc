@@ -49,6 +49,7 @@ class ReadOnlyBlobs final : public BlobStore {
   ReadOnlyBlobs(BlobStore* b, std::shared_ptr<void> keep, std::unique_ptr<BlobStore> owned, std::string why)
       : keep_(std::move(keep)), owned_(std::move(owned)), b_(b), why_(std::move(why)) {}
   Status Put(const std::string& key, const void*, size_t) override { return Refuse(key); }
+  Result<bool> PutIfAbsent(const std::string& key, const void*, size_t) override { return Refuse(key); }
   Status PutFile(const std::string& key, const File&, uint64_t) override { return Refuse(key); }
   Status Delete(const std::string& key) override { return Refuse(key); }
   Status GetRange(const std::string& key, uint64_t offset, size_t n, void* buf, size_t* got) override {
@@ -78,7 +79,7 @@ class DirectoryView final : public BlobStore {
   explicit DirectoryView(std::shared_ptr<Store::Impl> impl) : impl_(std::move(impl)) {
     StoreConfig c;
     c.bucket = true;
-    c.format = kBucketFormat;
+    c.format = kBucketTreeFormat;  // its log keys are time-ordered
     c.id = impl_->store_id;
     c.meta = impl_->meta;
     config_ = EncodeConfig(c);
@@ -87,6 +88,7 @@ class DirectoryView final : public BlobStore {
     mark_ = EncodeChangeSet(mark);
   }
   Status Put(const std::string& key, const void*, size_t) override { return ReadOnly(key); }
+  Result<bool> PutIfAbsent(const std::string& key, const void*, size_t) override { return ReadOnly(key); }
   Status PutFile(const std::string& key, const File&, uint64_t) override { return ReadOnly(key); }
   Status Delete(const std::string& key) override { return ReadOnly(key); }
   std::string Describe() const override { return impl_->dir; }

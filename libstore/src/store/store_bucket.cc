@@ -140,9 +140,10 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
   wanted.chunking = options.chunking;
   wanted.compression = options.compression;
   // inline_max stays 0: objects travel in packs on a bucket.
-  bool signed_store = false;
-  CHUNKSTORE_RETURN_IF_ERROR(LoadBucketConfig(impl->blobs, options.create_if_missing, wanted, options.secret,
-                                              &impl->meta, &impl->store_id, &signed_store));
+  bool signed_store = false, sequenced = false;
+  CHUNKSTORE_RETURN_IF_ERROR(LoadBucketConfig(impl->blobs, options.create_if_missing,
+                                              options.bucket_conditional_writes, wanted, options.secret,
+                                              &impl->meta, &impl->store_id, &signed_store, &sequenced));
   CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, cache));
   Result<std::unique_ptr<Index>> index = OpenCacheIndex(env, cache, impl->meta, impl->store_id, options);
   if (!index.ok()) return index.status().WithContext("the index cache of " + impl->dir);
@@ -153,7 +154,7 @@ Result<std::shared_ptr<Store::Impl>> internal::OpenBucketStore(const std::string
                             cache + "/" + kPacksDir);
   CHUNKSTORE_RETURN_IF_ERROR(CreateDirs(env, impl->tmp_dir()));
   impl->log = std::make_unique<BucketLog>(env, impl->blobs, &impl->index, cache, impl->meta, options.bucket_checkpoint_records, options.secret,
-                                          signed_store);
+                                          signed_store, sequenced, options.bucket_log_retention_seconds);
   impl->log->SetFormatRaiser(
       [blobs = impl->blobs, secret = options.secret]() { return RaiseBucketFormat(blobs, secret); });
   BucketPackOptions po;

@@ -86,6 +86,7 @@ struct Request {
   const File* body_file = nullptr;
   uint64_t body_offset = 0;
   std::string range;  // "bytes=a-b"
+  bool if_none_match = false;  // "If-None-Match: *": only if the key is free
   // Ranged GETs land here; everything else (and error bodies) in
   // Response::body.
   uint8_t* out = nullptr;
@@ -98,6 +99,7 @@ struct Response {
   size_t out_len = 0;
   std::string etag;
   uint64_t content_length = 0;
+  int attempts = 0;  // requests sent for this answer (more than 1: retried)
 };
 
 struct Transfer {
@@ -211,6 +213,36 @@ class S3BlobStore final : public BlobStore {
     CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
     if (resp.status != 200) return Failure(r, resp);
     return Status::OK();
+  }
+
+  Result<bool> PutIfAbsent(const std::string& key, const void* data, size_t n) override {
+    Request r;
+    r.method = "PUT";
+    r.key = Full(key);
+    r.body = static_cast<const uint8_t*>(data);
+    r.body_len = n;
+    r.if_none_match = true;
+    Response resp;
+    for (int conflicts = 0;; ++conflicts) {
+      CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
+      // 409: another conditional write of the key is under way; its
+      // outcome decides ours.
+      if (resp.status != 409 || conflicts >= 5) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 << conflicts));
+    }
+    if (resp.status == 200) return true;
+    if (resp.status == 412) {
+      if (resp.attempts <= 1) return false;
+      // A retry: the attempt before it may have stored the blob and lost
+      // the answer. Then the blob is ours if it holds our bytes.
+      Result<std::string> have = Get(key);
+      if (!have.ok()) return have.status();
+      return have->size() == n && (n == 0 || std::memcmp(have->data(), data, n) == 0);
+    }
+    const std::string code = XmlField(resp.body, "Code");
+    if (resp.status == 501 || code == "NotImplemented")
+      return Status::Unsupported(Describe() + " does not take conditional writes (If-None-Match)");
+    return Failure(r, resp);
   }
 
   Status PutFile(const std::string& key, const File& file, uint64_t size) override {
@@ -573,6 +605,7 @@ class S3BlobStore final : public BlobStore {
         if (name != "host") headers = Api().slist_append(headers, (name + ": " + value).c_str());
       headers = Api().slist_append(headers, ("Authorization: " + auth).c_str());
       headers = Api().slist_append(headers, "Expect:");
+      if (req.if_none_match) headers = Api().slist_append(headers, "If-None-Match: *");
       if (req.method == "PUT" || req.method == "POST")
         headers = Api().slist_append(headers, "Content-Type: application/octet-stream");
       Transfer t{&req, resp, h};
@@ -612,7 +645,9 @@ class S3BlobStore final : public BlobStore {
         return Status::IOError(req.method + " " + url + ": " + last_error);
       }
       Api().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-      if (resp->status >= 500 || resp->status == 429) {
+      resp->attempts = attempt + 1;
+      // 501 (a feature the service lacks) is an answer, not an outage.
+      if ((resp->status >= 500 && resp->status != 501) || resp->status == 429) {
         last_error = "HTTP " + std::to_string(resp->status);
         const std::string code = XmlField(resp->body, "Code");
         if (!code.empty()) last_error += " " + code;
