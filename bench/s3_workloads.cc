@@ -83,6 +83,9 @@ void WriteChurn(chunkstore::BlobStore& blobs, const std::string& after, uint64_t
   namespace in = chunkstore::internal;
   int64_t epoch = 0, ms = 0;
   if (!in::ParseLogKey(after, &epoch, &ms)) Die("no log key to write after: " + after, chunkstore::Status::OK());
+  // A sequenced log's records are numbered (bucket/log_keys.h).
+  const auto config = Must(blobs.Get("config"), "config");
+  const bool sequenced = config.find("\nlog sequenced\n") != std::string::npos;
   InParallel(count, [&](size_t i) {
     in::ChangeSet c;
     c.time = 1700000000;
@@ -96,7 +99,8 @@ void WriteChurn(chunkstore::BlobStore& blobs, const std::string& after, uint64_t
       c.kind = in::ChangeSet::kRemoveName;
       c.removed_names.push_back(name);
     }
-    const std::string key = in::LogKeyPrefix(epoch, ms + 1 + static_cast<int64_t>(i)) + "-" + in::RandomHex(8);
+    const int64_t at = ms + 1 + static_cast<int64_t>(i);
+    const std::string key = sequenced ? in::SequencedKey(epoch, at) : in::LogKeyPrefix(epoch, at) + "-" + in::RandomHex(8);
     const std::string bytes = in::EncodeChangeSet(c, {}, key);
     if (auto s = blobs.Put(key, bytes.data(), bytes.size()); !s.ok()) Die("put " + key, s);
   });

@@ -10,11 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "backend/s3/s3_blob_store.h"
+#include "bucket/bucket.h"
 #include "chunkstore/blob_store.h"
 #include "chunkstore/store.h"
 #include "test_util.h"
@@ -137,7 +139,20 @@ class FaultyBlobStore final : public BlobStore {
   }
   Result<std::vector<BlobInfo>> List(const std::string& prefix, const std::string& after) override {
     Note("LIST", prefix);
+    std::function<void()> hook;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (on_list_ && prefix == on_list_prefix_) hook = std::move(on_list_), on_list_ = nullptr;
+    }
+    if (hook) hook();
     return t_->List(prefix, after);
+  }
+  // Runs fn (once) just before the next LIST of prefix is made: another
+  // machine's change that lands in the middle of a step.
+  void OnNextList(const std::string& prefix, std::function<void()> fn) {
+    std::lock_guard<std::mutex> l(mu_);
+    on_list_prefix_ = prefix;
+    on_list_ = std::move(fn);
   }
   Status Delete(const std::string& key) override {
     Note("DELETE", key);
@@ -186,6 +201,8 @@ class FaultyBlobStore final : public BlobStore {
   bool broken_ = false;
   int mutations_ = 0;
   std::vector<std::string> got_, requests_;
+  std::string on_list_prefix_;
+  std::function<void()> on_list_;
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
   bool hold_armed_ = false, held_ = false, released_ = false;
@@ -239,6 +256,8 @@ class BucketTest : public ::testing::TestWithParam<Backend> {
     } else {
       OpenS3();
     }
+    // Tests ask for logs whose checkpoints drop what they cover at once.
+    internal::SetMinimumLogRetentionForTests(0);
     faulty_ = std::make_unique<FaultyBlobStore>(backend_.get());
     faulty_->SetConditionalWrites(GetParam() != Backend::kMemoryLocks && GetParam() != Backend::kS3Locks);
   }

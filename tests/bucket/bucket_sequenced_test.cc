@@ -11,11 +11,13 @@
 //
 // Built into unit_tests and (with CHUNKSTORE_TEST_S3) s3_tests, like
 // bucket_test.cc.
+#include <filesystem>
 #include <map>
 #include <thread>
 
 #include "bucket/log_keys.h"
 #include "bucket_fixture.h"
+#include "tree_util.h"
 
 namespace chunkstore {
 namespace {
@@ -338,6 +340,96 @@ TEST_P(BucketSequencedTest, ConcurrentWritersFillConsecutiveNumbers) {
   EXPECT_EQ(std::count(want_history.begin(), want_history.end(), '\n'), 2 * kEach);
   EXPECT_EQ(history(*a), want_history);
   EXPECT_EQ(history(*b), want_history);
+}
+
+// A checkpoint is written from a replay of the bucket, and that may hold
+// a record another machine stored after this cache last followed the log:
+// the cache must not take the checkpoint's mark as applied then, or it
+// would never apply that record.
+TEST_P(BucketSequencedTest, ACheckpointOfMoreThanTheCacheHoldsDoesNotHideTheRest) {
+  Options every2 = SmallChunks();
+  every2.bucket_checkpoint_records = 2;
+  auto a = OpenMachine(dir_ / "a", every2);
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
+  const auto d = RandomBytes(3000, 1), e = RandomBytes(3000, 2), f = RandomBytes(3000, 3);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "d").ok());
+  // a's second commit makes a checkpoint due; b publishes just as a lists
+  // the checkpoints to replay the bucket.
+  faulty_->OnNextList("checkpoints/", [&] { ASSERT_TRUE(b->PublishBytes(f.data(), f.size(), "fromb").ok()); });
+  ASSERT_TRUE(a->PublishBytes(e.data(), e.size(), "e").ok());
+  ASSERT_GE(CountBlobs("checkpoints/"), 1u);
+  ASSERT_TRUE(a->Refresh().ok());
+  auto got = ReadObject(*a, "fromb");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, f);
+  // And a's next change is stored after b's, not over it.
+  const auto g = RandomBytes(3000, 4);
+  ASSERT_TRUE(a->PublishBytes(g.data(), g.size(), "g").ok());
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  for (const char* name : {"d", "e", "fromb", "g"}) EXPECT_TRUE(ReadObject(*fresh, name).ok()) << name;
+}
+
+// A store handle that sat idle while two checkpoints went by starts its
+// cache again from the newest one when its claim fails, and its change
+// goes through.
+TEST_P(BucketSequencedTest, AWriterTwoCheckpointsBehindStartsAgainAndWrites) {
+  Options every2 = SmallChunks();
+  every2.bucket_checkpoint_records = 2;
+  auto a = OpenMachine(dir_ / "a", every2);
+  auto c = OpenMachine(dir_ / "c", every2);
+  ASSERT_TRUE(a && c);
+  const auto first = RandomBytes(2000, 77);
+  ASSERT_TRUE(a->PublishBytes(first.data(), first.size(), "first").ok());
+  ASSERT_TRUE(c->Refresh().ok());
+  for (int i = 0; i < 8; ++i) {
+    const auto d = RandomBytes(2000, 100 + static_cast<uint64_t>(i));
+    ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "n" + std::to_string(i)).ok());
+  }
+  ASSERT_GE(CountBlobs("checkpoints/"), 2u);
+  const auto late = RandomBytes(2000, 900);
+  auto r = c->PublishBytes(late.data(), late.size(), "late");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(*ReadObject(*fresh, "late"), late);
+  EXPECT_EQ(*ReadObject(*c, "n7"), RandomBytes(2000, 107));
+}
+
+// A removal checked on one state and committed on a later one is checked
+// again: here a tree that names the object arrives in between, and the
+// removal is refused as it would have been had the tree come first.
+TEST_P(BucketSequencedTest, ARemovalThatLosesItsNumberIsCheckedAgain) {
+  auto a = OpenMachine(dir_ / "a");
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
+  const auto d = RandomBytes(3000, 5);
+  auto p = a->PublishBytes(d.data(), d.size(), "x");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(a->RemoveName("x").ok());
+  ASSERT_TRUE(b->Refresh().ok());
+  const std::string src = dir_ / "src";
+  std::filesystem::create_directories(src);
+  testing::MakeFile(src + "/f", d, 0640, 1600000000123000000);
+  faulty_->HoldNextLogPut();
+  Status rm;
+  std::thread t([&] { rm = b->RemoveObject(p->id); });
+  faulty_->WaitUntilHeld();
+  auto tree = a->PublishTree(src, "tree");
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  faulty_->ReleaseHeldPut();
+  t.join();
+  EXPECT_TRUE(rm.IsInvalidArgument()) << rm.ToString();
+  EXPECT_NE(rm.message().find("part of tree"), std::string::npos) << rm.ToString();
+  ASSERT_TRUE(a->Gc(testing::GcNow()).ok());
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  auto restored = fresh->Restore("tree", dir_ / "out");
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  auto v = fresh->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
 }
 
 CHUNKSTORE_ON_SEQUENCED_BUCKETS(BucketSequencedTest);

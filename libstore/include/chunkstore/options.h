@@ -143,7 +143,8 @@ struct Options {
   // covers are deleted only once the checkpoint is this old by the
   // bucket's clock (default 3600 s). A writer follows the log before it
   // claims a record when it has not followed it for a minute, so it never
-  // claims the number of a record deleted under it; this keeps that so.
+  // claims the number of a record deleted under it; this keeps that so
+  // (values under 120 are raised to 120).
   uint32_t bucket_log_retention_seconds = 3600;
   // Bucket stores: the store's secret (default none). A store created with
   // one signs every change it records with HMAC-SHA256 under it, and a

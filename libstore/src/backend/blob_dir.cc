@@ -162,7 +162,14 @@ class DirectoryBlobStore final : public BlobStore {
     ::close(fd);
     if (s.ok() && exclusive) {
       *exclusive = ::link(tmp.c_str(), path.c_str()) == 0;
-      if (!*exclusive && errno != EEXIST) s = Errno("cannot store blob " + key);
+      if (!*exclusive && errno == EEXIST) {
+        // A network file system may answer a retransmitted link that
+        // succeeded with EEXIST: then the temporary file has two names.
+        struct stat st;
+        *exclusive = ::stat(tmp.c_str(), &st) == 0 && st.st_nlink > 1;
+      } else if (!*exclusive) {
+        s = Errno("cannot store blob " + key);
+      }
       ::unlink(tmp.c_str());
       if (!s.ok() || !*exclusive) return s;
     } else if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -4,6 +4,8 @@
 // for durations.
 #pragma once
 
+#include <time.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -19,11 +21,13 @@ inline int64_t NowMs() {
       .count();
 }
 
-// Milliseconds on a clock that only moves forward, for how long ago
+// Milliseconds on a clock that only moves forward and, unlike
+// steady_clock, goes on while the machine is suspended: for how long ago
 // something happened in this process.
 inline int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 }  // namespace chunkstore::internal

@@ -217,7 +217,7 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
     if (log_->checkpoint_due_.exchange(false)) (void)log_->Checkpoint();
   }
   Status Commit(ChangeSet& change, Applied* applied, bool* made) override {
-    return log_->Write(change, applied, made);
+    return log_->Write(change, applied, made, recheck_);
   }
   Status Replay(Index& into) override {
     CHUNKSTORE_RETURN_IF_ERROR(into.PrepareBucketCache());
@@ -248,7 +248,14 @@ BucketLog::BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string
       secret_(std::move(secret)),
       signed_store_(signed_store),
       sequenced_(sequenced),
-      retention_seconds_(retention_seconds) {}
+      retention_seconds_(std::max(retention_seconds, MinimumLogRetentionSeconds())) {}
+
+namespace {
+std::atomic<int64_t> g_minimum_retention{2 * BucketLog::kClaimFreshSeconds};
+}  // namespace
+
+int64_t MinimumLogRetentionSeconds() { return g_minimum_retention.load(); }
+void SetMinimumLogRetentionForTests(int64_t seconds) { g_minimum_retention = seconds; }
 
 BucketLog::~BucketLog() = default;
 
@@ -459,7 +466,8 @@ Status BucketLog::CatchUp() {
   return s;
 }
 
-Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
+Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made,
+                        const std::function<Status(Index&, ChangeSet&)>& recheck) {
   if (made) *made = false;
   CHUNKSTORE_RETURN_IF_ERROR(RaiseFormatFor(change));
   // No refresh of this process may list the new key and apply it between
@@ -474,7 +482,7 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   }
   std::string key;
   if (sequenced_) {
-    CHUNKSTORE_RETURN_IF_ERROR(Claim(change, newest, made, &key));
+    CHUNKSTORE_RETURN_IF_ERROR(Claim(change, newest, made, &key, refresh, recheck));
   } else {
     key = NewLogKey(epoch_.load() + (change.kind == ChangeSet::kGc ? 1 : 0), newest);
     const std::string bytes = EncodeChangeSet(change, secret_, key);
@@ -559,7 +567,9 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made) {
   return s.ok() ? s : cache_failed(s);
 }
 
-Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::string* key) {
+Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::string* key,
+                        std::unique_lock<std::mutex>& refresh,
+                        const std::function<Status(Index&, ChangeSet&)>& recheck) {
   // Enough for a few dozen writers racing for every number; each lost
   // race costs a listing and the records that won.
   constexpr int kMaxClaims = 64;
@@ -572,10 +582,15 @@ Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::
   // still stands on them.
   auto follow = [&]() -> Status {
     bool behind = false;
-    CHUNKSTORE_RETURN_IF_ERROR(Follow(nullptr, nullptr, &behind));
-    if (behind)
-      return Status::Busy("the log of " + blobs_->Describe() +
-                          " moved past two checkpoints while this change was made; try again");
+    Status s = Follow(nullptr, nullptr, &behind);
+    if (behind || s.IsNotFound()) {
+      // Two checkpoints behind, or a record listed was gone when fetched
+      // (a checkpoint dropped it): start again from the newest checkpoint.
+      refresh.unlock();
+      s = Rebuild();
+      refresh.lock();
+    }
+    CHUNKSTORE_RETURN_IF_ERROR(s);
     std::string now;
     {
       auto db = index_->Lock();
@@ -585,6 +600,10 @@ Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::
     }
     if (now == newest) return Status::OK();
     newest = now;
+    if (recheck) {
+      auto db = index_->Lock();
+      CHUNKSTORE_RETURN_IF_ERROR(recheck(*db, change));
+    }
     return StillStands(change);
   };
   const int64_t followed = followed_at_ms_.load();

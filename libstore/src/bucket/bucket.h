@@ -186,12 +186,17 @@ class BucketLog final : public ChangeLog {
   // Deletes the records and checkpoints older than the checkpoint before
   // tail's.
   Status DropCovered(const std::string& tail);
-  Status Write(ChangeSet& change, Applied* applied, bool* made);
+  // recheck (may be empty): the holder's check, run again after other
+  // writers' changes arrived (Held::RecheckWith).
+  Status Write(ChangeSet& change, Applied* applied, bool* made,
+               const std::function<Status(Index&, ChangeSet&)>& recheck);
   // Sequenced logs: stores change under the key after newest, and if
   // another writer took that key first, follows the log and (where the
   // change still stands on what it now shows) tries the next one. *key
-  // gets the key stored.
-  Status Claim(ChangeSet& change, std::string newest, bool* made, std::string* key);
+  // gets the key stored. refresh (refresh_mu_, held) is let go while the
+  // cache is rebuilt, where it fell two checkpoints behind.
+  Status Claim(ChangeSet& change, std::string newest, bool* made, std::string* key,
+               std::unique_lock<std::mutex>& refresh, const std::function<Status(Index&, ChangeSet&)>& recheck);
   // Whether change, checked against what the writer saw, still holds on
   // the cache as it is now (after a lost claim applied others' records).
   Status StillStands(const ChangeSet& change);
@@ -214,6 +219,13 @@ class BucketLog final : public ChangeLog {
   TaskPool fetchers_{16};
   std::atomic<int64_t> epoch_{0};
 };
+
+// The least retention (BucketLog's retention_seconds) a log keeps: twice
+// kClaimFreshSeconds (smaller ones are raised to it), so that no writer
+// can claim the number of a record a checkpoint dropped. Tests that need
+// dropped records at once lower it.
+int64_t MinimumLogRetentionSeconds();
+void SetMinimumLogRetentionForTests(int64_t seconds);
 
 struct BucketPackOptions {
   // A new pack is uploaded once it holds this many bytes.

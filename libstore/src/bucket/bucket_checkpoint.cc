@@ -141,9 +141,16 @@ Status BucketLog::WriteCheckpoint(std::string* tail_out) {
     auto db = index_->Lock();
     WriteTxn txn(db.get());
     CHUNKSTORE_RETURN_IF_ERROR(txn.status());
-    // The cache holds the same state (it followed the same records).
-    CHUNKSTORE_RETURN_IF_ERROR(db->MarkApplied(mark, ""));
-    CHUNKSTORE_RETURN_IF_ERROR(db->SetMeta(kCheckpointMeta, mark));
+    // Where the cache has applied exactly what the checkpoint covers, it
+    // holds its state. Otherwise (a sequenced log's writers went on
+    // meanwhile) the mark is applied when the cache next follows the log,
+    // after the records it lacks: marked applied now, it would hide them.
+    Result<std::string> live = db->NewestApplied();
+    if (!live.ok()) return live.status();
+    if (*live == *newest) {
+      CHUNKSTORE_RETURN_IF_ERROR(db->MarkApplied(mark, ""));
+      CHUNKSTORE_RETURN_IF_ERROR(db->SetMeta(kCheckpointMeta, mark));
+    }
     CHUNKSTORE_RETURN_IF_ERROR(txn.Commit());
   }
   NoteEpoch(mark);

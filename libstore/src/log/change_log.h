@@ -55,12 +55,21 @@ class ChangeLog {
     // it then says that the index catches up later, and whatever the
     // change names must be kept.
     virtual Status Commit(ChangeSet& change, Applied* applied, bool* made = nullptr) = 0;
+    // The check the holder made before its next Commit, which may also
+    // complete the change (a tag's resolved object). A log whose holders
+    // do not exclude each other (a bucket's sequenced log) runs it again
+    // on the change as it was before the check, whenever other writers'
+    // changes arrived between the check and the commit.
+    void RecheckWith(std::function<Status(Index&, ChangeSet&)> fn) { recheck_ = std::move(fn); }
     // Brings into up to date with the log as it is now: an empty index
     // gets the whole log replayed (the store's true state, whatever the
     // live index says); one that an earlier Replay filled gets only what
     // was committed since (gc follows the truth this way between its
     // steps).
     virtual Status Replay(Index& into) = 0;
+
+   protected:
+    std::function<Status(Index&, ChangeSet&)> recheck_;
   };
   // Takes the log and brings the index up to date with it first. Busy
   // after wait_ms if another process keeps it.

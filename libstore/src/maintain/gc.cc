@@ -148,14 +148,24 @@ Result<GcReport> Collector::Run() {
   truth_ = std::move(*truth);
 
   Garbage g;
-  auto decide = [&]() -> Status {
+  auto decide = [&](ChangeLog::Held* held) -> Status {
     // The live index must be what the log says before gc trusts either.
     std::vector<IndexDifference> diffs;
-    {
-      auto db = t_.index->Lock();
-      Result<std::vector<IndexDifference>> d = CompareIndexes(*db, *truth_, 1);
-      if (!d.ok()) return d.status();
-      diffs = std::move(*d);
+    for (int attempt = 0;; ++attempt) {
+      {
+        auto db = t_.index->Lock();
+        Result<std::vector<IndexDifference>> d = CompareIndexes(*db, *truth_, 1);
+        if (!d.ok()) return d.status();
+        diffs = std::move(*d);
+      }
+      // Where writers do not wait for gc (a bucket's sequenced log), one
+      // may have committed between the live index's refresh and the
+      // truth's: both follow the log again before the difference counts.
+      // (Only a log gc holds throughout, a bucket's, follows itself
+      // while held.)
+      if (diffs.empty() || !held || !t_.log->gc_holds_throughout() || attempt == 2) break;
+      CHUNKSTORE_RETURN_IF_ERROR(t_.log->CatchUp());
+      CHUNKSTORE_RETURN_IF_ERROR(held->Replay(*truth_));
     }
     if (!diffs.empty())
       return Status::Corruption("gc stopped: the index differs from the store's log (" + diffs[0].message +
@@ -173,7 +183,7 @@ Result<GcReport> Collector::Run() {
     if (!damage.ok()) return damage.status();
     for (const auto& p : *damage)
       if (p.damage) return Status::Corruption("gc stopped: " + p.message);
-    CHUNKSTORE_RETURN_IF_ERROR(decide());
+    CHUNKSTORE_RETURN_IF_ERROR(decide(nullptr));
     for (const auto& [name, use] : g.packs) {
       const uint64_t data = DataBytes(use.row);
       if (use.live_bytes == 0) {
@@ -200,7 +210,7 @@ Result<GcReport> Collector::Run() {
   }
   // Dead objects and chunks: decided and recorded in one step.
   CHUNKSTORE_RETURN_IF_ERROR(Step([&](ChangeLog::Held& held) -> Status {
-    CHUNKSTORE_RETURN_IF_ERROR(decide());
+    CHUNKSTORE_RETURN_IF_ERROR(decide(&held));
     ChangeSet c;
     c.removed_objects = g.dead_objects;
     for (const auto& [id, pack] : g.dead_chunks) c.removed_chunks.push_back({id, pack});

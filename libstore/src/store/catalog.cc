@@ -30,11 +30,18 @@ Status CommitChange(Store::Impl* impl, ChangeSet& change, const std::function<St
                     Applied* applied) {
   Result<std::unique_ptr<ChangeLog::Held>> held = impl->log->Hold(false, impl->options.busy_timeout_ms);
   if (!held.ok()) return held.status();
+  const ChangeSet unchecked = change;
   {
     auto db = impl->index.Lock();
     CHUNKSTORE_RETURN_IF_ERROR(check(*db));
   }
   change.time = NowSeconds();
+  (*held)->RecheckWith([&](Index& index, ChangeSet& c) {
+    const int64_t time = c.time;
+    c = unchecked;
+    c.time = time;
+    return check(index);
+  });
   return (*held)->Commit(change, applied);
 }
 

@@ -223,16 +223,18 @@ class S3BlobStore final : public BlobStore {
     r.body_len = n;
     r.if_none_match = true;
     Response resp;
+    bool repeated = false;  // more than one request: an earlier one may have stored it
     for (int conflicts = 0;; ++conflicts) {
       CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
-      // 409: another conditional write of the key is under way; its
-      // outcome decides ours.
+      repeated |= resp.attempts > 1 || conflicts > 0;
+      // 409: a conditional write of the key is under way (perhaps our own
+      // earlier attempt); its outcome decides ours.
       if (resp.status != 409 || conflicts >= 5) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50 << conflicts));
     }
     if (resp.status == 200) return true;
     if (resp.status == 412) {
-      if (resp.attempts <= 1) return false;
+      if (!repeated) return false;
       // A retry: the attempt before it may have stored the blob and lost
       // the answer. Then the blob is ours if it holds our bytes.
       Result<std::string> have = Get(key);
