@@ -213,18 +213,25 @@ void RunS3(Harness& h, const Workload& w) {
     fs::remove_all(src_dir);
     auto src = Must(Store::Open(src_dir), "open " + src_dir);
     Must(src->PublishFile(w.payload_path, "payload"), "publish");
-    h.Measure("s3-copy",
-              "Store::CopyTo from a directory store holding the payload (named) into a new bucket "
-              "store (fresh prefix and cache): every chunk read, verified and packed, packs uploaded, "
-              "then the log record",
-              Unit::kMiBps, w.size, [&] {
-                Scratch s(w, "copy");
-                Timer t;
-                auto dst = s.Open();
-                auto r = Must(src->CopyTo(*dst), "copy");
-                if (r.objects_copied == 0) Die("s3-copy copied nothing", chunkstore::Status::OK());
-                return t.ms();
-              });
+    for (const bool conditional : {true, false}) {
+      const std::string name = conditional ? "s3-copy" : "s3-copy-locks";
+      if (!h.Wanted(name)) continue;
+      h.Measure(name,
+                "Store::CopyTo from a directory store holding the payload (named) into a new bucket "
+                "store (fresh prefix and cache" +
+                    std::string(conditional ? "" : ", created without conditional writes: lock blobs") +
+                    "): every chunk read, verified and packed, packs uploaded, then the log record",
+                Unit::kMiBps, w.size, [&] {
+                  Scratch s(w, "copy");
+                  Options o;
+                  o.bucket_conditional_writes = conditional;
+                  Timer t;
+                  auto dst = s.Open(o);
+                  auto r = Must(src->CopyTo(*dst), "copy");
+                  if (r.objects_copied == 0) Die(name + " copied nothing", chunkstore::Status::OK());
+                  return t.ms();
+                });
+    }
     src.reset();
     fs::remove_all(src_dir);
   }
