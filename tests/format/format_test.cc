@@ -337,6 +337,28 @@ internal::StoreConfig SampleConfig(bool bucket) {
   return c;
 }
 
+// A bucket config's format and its log line must agree: format 4 is a
+// sequenced log, and no other format is.
+TEST(StoreConfig, ALogLineThatDisagreesWithTheFormatIsDamage) {
+  internal::StoreConfig c = SampleConfig(true);
+  auto back = internal::DecodeConfig(internal::EncodeConfig(c), "config");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->sequenced);
+  c.sequenced = false;  // format 4 without its log line
+  EXPECT_TRUE(internal::DecodeConfig(internal::EncodeConfig(c), "config").status().IsCorruption());
+  c.format = internal::kBucketTreeFormat;
+  c.sequenced = true;  // a format 3 store that says its log is sequenced
+  EXPECT_TRUE(internal::DecodeConfig(internal::EncodeConfig(c), "config").status().IsCorruption());
+  c.sequenced = false;
+  back = internal::DecodeConfig(internal::EncodeConfig(c), "config");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(back->sequenced);
+  // A log kind this version does not know.
+  std::string text = internal::EncodeConfig(SampleConfig(true));
+  text.replace(text.find("log sequenced"), 13, "log elsewhere");
+  EXPECT_FALSE(internal::DecodeConfig(text, "config").ok());
+}
+
 TEST(StoreConfig, RoundTripsAndEveryDamagedByteIsRefused) {
   for (bool bucket : {false, true}) {
     const std::string text = internal::EncodeConfig(SampleConfig(bucket));

@@ -638,7 +638,7 @@ Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::
 Status BucketLog::StillStands(const ChangeSet& change) {
   // gc decided what is garbage from the log as it was: a change made
   // since may use some of it.
-  if (change.kind == ChangeSet::kGc || change.kind == ChangeSet::kCheckpoint)
+  if (change.kind == ChangeSet::kGc)
     return Status::Busy("another writer changed " + blobs_->Describe() + " while gc ran; run gc again");
   auto db = index_->Lock();
   ReadTxn txn(db.get());

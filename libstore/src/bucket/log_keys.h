@@ -66,13 +66,12 @@ inline bool IsLogKey(const std::string& key, bool sequenced) {
   if (sequenced) return rest == kSequencedSuffix + 1;
   return rest.size() == 16 && rest.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
-inline bool IsLogKey(const std::string& key) { return IsLogKey(key, false) || IsLogKey(key, true); }
 
 // The key of change set seq in a sequenced log.
 inline std::string SequencedKey(int64_t epoch, int64_t seq) { return LogKeyPrefix(epoch, seq) + kSequencedSuffix; }
 
 inline bool IsCheckpointMark(const std::string& key) {
-  return IsLogKey(key) && key.size() == 4 + kLogTailSize + std::char_traits<char>::length(kMarkSuffix);
+  return IsLogKey(key, false) && key.size() == 4 + kLogTailSize + std::char_traits<char>::length(kMarkSuffix);
 }
 
 // "checkpoints/<epoch>-<ms>" -> "<epoch>-<ms>"; "" if key has another shape.

@@ -256,7 +256,7 @@ class DirectoryView final : public BlobStore {
       const std::string tail = CheckpointTail(key);
       if (tail.empty() || !ParseLogKey(kLogPrefix + tail + "-x", &epoch, &seq)) return Status::NotFound("no blob " + key);
       is_checkpoint = true;
-    } else if (!IsLogKey(key) || !ParseLogKey(key, &epoch, &seq)) {
+    } else if (!IsLogKey(key, false) || !ParseLogKey(key, &epoch, &seq)) {
       return Status::NotFound("no blob " + key.substr(0, 128));
     }
     auto it = frames_.find(static_cast<uint64_t>(seq));
