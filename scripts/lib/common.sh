@@ -32,4 +32,19 @@ install_packages() {
 release_tools() {
   scripts/install-deps.sh
   release_build . build-release "$@"
+  warn_if_busy
+}
+
+# warn_if_busy: a measurement taken beside other busy processes (a test
+# server left running spends a good part of a core while idle) says more
+# about them than about chunkstore. Names any process that used more than
+# a tenth of a core over one second; warns, does not stop.
+warn_if_busy() {
+  local busy
+  busy=$(top -b -n 2 -d 1 -w 200 2>/dev/null |
+    awk '/^top -/{n++} n==2 && $1 ~ /^[0-9]+$/ && $9+0 > 10 && $12 != "top" {printf "  %s (pid %s, %s%% of a core)\n", $12, $1, $9}')
+  if [ -n "$busy" ]; then
+    echo "warning: other processes are busy; the figures will be lower and noisier:" >&2
+    echo "$busy" >&2
+  fi
 }

@@ -8,9 +8,27 @@
 
 #include <stdlib.h>
 
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <string>
+
+namespace {
+
+// Publishes and reads back through a store whose local cache is `cache`;
+// every handle is closed when it returns, so the caller can remove it.
+bool ReadBackThroughBucket(const char* cache, const chunkstore::Options& o, const std::string& payload) {
+  auto bucket = chunkstore::Store::Open(cache, o);
+  if (!bucket.ok()) return false;
+  if (!(*bucket)->PublishBytes(payload.data(), payload.size(), "b").ok()) return false;
+  auto r = (*bucket)->OpenReader("b");
+  if (!r.ok()) return false;
+  std::string again(payload.size(), '\0');
+  auto got = (*r)->ReadAt(0, again.data(), again.size());
+  return got.ok() && again == payload;
+}
+
+}  // namespace
 
 int main() {
   auto store = chunkstore::Store::OpenInMemory();
@@ -33,13 +51,9 @@ int main() {
   o.blob_store = blobs.get();
   char cache[] = "/tmp/chunkstore-consumer-XXXXXX";
   if (!mkdtemp(cache)) return 1;
-  auto bucket = chunkstore::Store::Open(cache, o);
-  if (!bucket.ok()) return 1;
-  if (!(*bucket)->PublishBytes(payload.data(), payload.size(), "b").ok()) return 1;
-  auto r = (*bucket)->OpenReader("b");
-  if (!r.ok()) return 1;
-  std::string again(payload.size(), '\0');
-  auto got = (*r)->ReadAt(0, again.data(), again.size());
-  std::cout << "bucket store: " << (got.ok() && again == payload ? "matches" : "DIFFERS") << "\n";
-  return got.ok() && again == payload ? 0 : 1;
+  const bool same = ReadBackThroughBucket(cache, o, payload);
+  std::error_code ec;
+  std::filesystem::remove_all(cache, ec);
+  std::cout << "bucket store: " << (same ? "matches" : "DIFFERS") << "\n";
+  return same ? 0 : 1;
 }
