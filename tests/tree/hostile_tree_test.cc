@@ -156,6 +156,30 @@ TEST_F(HostileTree, ForgedRefsAndSizesAreCaught) {
   EXPECT_FALSE(fs::exists(dir_ / "out3/dir/secret"));
 }
 
+// A restore opens the readers of a directory's files many at a time: an
+// entry whose object is missing, deep in a long directory, still fails the
+// restore with its own path, and no file is left under its name.
+TEST_F(HostileTree, AMissingObjectDeepInALongDirectoryIsNamed) {
+  const internal::Digest victim = Victim();
+  internal::Digest other = victim;
+  other.bytes[0] ^= 1;
+  std::vector<std::tuple<uint8_t, std::string, internal::Digest, uint64_t>> entries;
+  for (int i = 0; i < 150; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "f%03d", i);
+    entries.emplace_back(1, name, i == 100 ? other : victim, 6);
+  }
+  std::vector<internal::Digest> refs = {victim, other};
+  if (refs[1].bytes < refs[0].bytes) std::swap(refs[0], refs[1]);
+  ForgeTree(RawTree(entries), "long", refs);
+  auto r = store_->Restore("long", dir_ / "out");
+  ASSERT_TRUE(r.status().IsNotFound()) << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find("f100"), std::string::npos) << r.status().ToString();
+  EXPECT_FALSE(fs::exists(dir_ / "out/f100"));
+  // The entries before it in the same run of opens were written whole.
+  EXPECT_EQ(ReadFile(dir_ / "out/f099"), std::vector<uint8_t>({'s', 'e', 'c', 'r', 'e', 't'}));
+}
+
 class HostileDest : public ::testing::Test {
  protected:
   void SetUp() override {

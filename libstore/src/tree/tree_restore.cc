@@ -127,8 +127,9 @@ class Restorer {
   void Work();
   // One part of a directory's work is done; the last sets its metadata.
   void Finish(std::shared_ptr<DirState> dir);
+  // Writes e's object, read through reader (the result of opening it).
   Status WriteFile(int dir_fd, const std::string& name, const std::string& path, const TreeNode& e, bool replace,
-                   bool set_metadata);
+                   bool set_metadata, Result<std::unique_ptr<Reader>> reader);
   Result<bool> SameContent(int dir_fd, const std::string& name, const std::string& path, const TreeNode& e);
   void Fail(const Status& s) {
     std::lock_guard<std::mutex> l(mu_);
@@ -159,6 +160,9 @@ class Restorer {
 };
 
 constexpr size_t kQueueDepth = 64;
+// Readers opened at once for the files of one directory (each holds its
+// manifest, and an inline object its content, until its file is written).
+constexpr size_t kOpenBatch = 64;
 
 void Restorer::StartWorkers() {
   const unsigned n = std::max(1u, impl_->threads);
@@ -196,8 +200,23 @@ void Restorer::Work() {
       ++running_;
     }
     room_.notify_one();
-    for (const FileJob& job : task.files) {
+    // The readers of a run of files are opened together, in one read of
+    // the index: a lookup outside a transaction takes and drops the
+    // index's file locks every time, and the index's mutex once per file.
+    std::vector<Result<std::unique_ptr<Reader>>> opened;
+    size_t opened_from = 0;
+    for (size_t k = 0; k < task.files.size(); ++k) {
+      const FileJob& job = task.files[k];
       if (failed_.load()) break;
+      if (k >= opened_from + opened.size()) {
+        opened_from = k;
+        const size_t end = std::min(task.files.size(), k + kOpenBatch);
+        std::vector<std::string> ids;
+        ids.reserve(end - k);
+        for (size_t j = k; j < end; ++j) ids.push_back(task.files[j].entry.id.ObjectId());
+        opened = store_->OpenReaders(ids);
+      }
+      Result<std::unique_ptr<Reader>>& reader = opened[k - opened_from];
       if (Cancelled()) {
         Fail(Status::IOError("interrupted"));
         break;
@@ -214,7 +233,7 @@ void Restorer::Work() {
         }
       }
       if (write && !failed_.load()) {
-        Status s = WriteFile(task.dir->fd.get(), job.entry.name, path, job.entry, job.replace, true);
+        Status s = WriteFile(task.dir->fd.get(), job.entry.name, path, job.entry, job.replace, true, std::move(reader));
         if (!s.ok()) Fail(s);
       }
     }
@@ -263,8 +282,7 @@ Result<bool> Restorer::SameContent(int dir_fd, const std::string& name, const st
 }
 
 Status Restorer::WriteFile(int dir_fd, const std::string& name, const std::string& path, const TreeNode& e,
-                           bool replace, bool set_metadata) {
-  Result<std::unique_ptr<Reader>> reader = store_->OpenReader(e.id.ObjectId());
+                           bool replace, bool set_metadata, Result<std::unique_ptr<Reader>> reader) {
   if (!reader.ok()) return reader.status().WithContext("cannot restore " + path);
   Reader& r = **reader;
   if (set_metadata && r.size() != e.size)
@@ -514,7 +532,8 @@ Status Restorer::RestoreFile(int dir_fd, const std::string& name, const std::str
     ::umask(mask);
     e.mode = 0666 & ~mask;
   }
-  CHUNKSTORE_RETURN_IF_ERROR(WriteFile(dir_fd, name, path, e, exists, has_metadata));
+  CHUNKSTORE_RETURN_IF_ERROR(
+      WriteFile(dir_fd, name, path, e, exists, has_metadata, store_->OpenReader(e.id.ObjectId())));
   if (!has_metadata && ::fchmodat(dir_fd, name.c_str(), e.mode, 0) != 0) return Errno("cannot set the mode of", path);
   report_->files_written = 1;
   report_->bytes_written = bytes_.load();
