@@ -85,6 +85,10 @@ SmallFile ReadSmallFile(const std::string& path, uint32_t below, uint32_t inline
     }
     if (n == 0) break;
     got += static_cast<size_t>(n);
+    // A read of a regular file that stops short of what was asked has
+    // met the end: where that is the length fstat gave, a second read
+    // only to be told so would cost a system call per file.
+    if (got < room && got == static_cast<size_t>(st.st_size)) break;
   }
   if (got == room) return out;  // it grew since the walk: chunked as usual
   out.bytes.resize(got);
@@ -194,55 +198,88 @@ Result<TreePublishResult> Batch::AddTree(const std::string& dir, const std::stri
   const uint32_t inline_max = b->store->meta.inline_max;
   const Compression compression = b->store->meta.compression;
   TaskPool pool(std::max(1u, b->store->threads));
-  std::deque<std::pair<size_t, std::future<SmallFile>>> inflight;
+  // Small files go to the threads a run at a time: a task per file cost
+  // two thread hand-offs per file, more than reading a small file costs.
+  struct Run {
+    std::vector<size_t> files;
+    std::future<std::vector<SmallFile>> read;  // not valid: one file for the ingest pipeline
+  };
+  std::deque<Run> inflight;
+  size_t inflight_files = 0;
   size_t next = 0;
-  constexpr size_t kWindow = 64;
+  constexpr size_t kWindow = 64;       // files read ahead
+  constexpr size_t kRunFiles = 8;      // files per task
+  constexpr uint64_t kRunBytes = 256 << 10;
+  auto small = [&](size_t i) { return files[i].stamp.size < static_cast<int64_t>(whole_below); };
   Status failed;
-  while (failed.ok()) {
-    while (inflight.size() < kWindow && next < to_read.size()) {
-      const size_t i = to_read[next++];
-      if (files[i].stamp.size < static_cast<int64_t>(whole_below)) {
-        inflight.emplace_back(i, pool.Submit([path = path_of(i), whole_below, inline_max, compression] {
-          return ReadSmallFile(path, whole_below, inline_max, compression);
-        }));
-      } else {
-        inflight.emplace_back(i, std::future<SmallFile>());
-      }
-    }
-    if (inflight.empty()) break;
-    auto [i, pending] = std::move(inflight.front());
-    inflight.pop_front();
-    if (b->Cancelled()) {
-      failed = Status::IOError("interrupted");
-      break;
-    }
-    std::optional<SmallFile> small;
-    if (pending.valid()) {
-      small.emplace(pending.get());
-      if (!small->status.ok()) {
-        failed = small->status;
-        break;
-      }
-      if (small->whole) {
-        small->chunk.data = small->bytes.data();
-        Result<PublishResult> r = b->session.AddWhole(small->chunk, "", member);
-        if (!r.ok()) {
-          failed = r.status().WithContext("cannot publish " + path_of(i));
-          break;
-        }
+  auto take = [&](size_t i, std::optional<SmallFile> read) {
+    if (read) {
+      if (!read->status.ok()) return read->status;
+      if (read->whole) {
+        read->chunk.data = read->bytes.data();
+        Result<PublishResult> r = b->session.AddWhole(read->chunk, "", member);
+        if (!r.ok()) return r.status().WithContext("cannot publish " + path_of(i));
         b->progress_total += r->size;
         if (b->progress) b->progress(b->progress_total);
         record(files[i], *r);
-        continue;
+        return Status::OK();
       }
       // It grew past the chunk minimum since the walk: chunked as usual.
     }
     Result<PublishResult> r = b->AddFile(path_of(i), "", member);
-    if (!r.ok()) {
-      failed = r.status();
-      break;
-    }
+    if (!r.ok()) return r.status();
     record(files[i], *r);
+    return Status::OK();
+  };
+  while (failed.ok()) {
+    while (inflight_files < kWindow && next < to_read.size()) {
+      Run run;
+      if (!small(to_read[next])) {
+        run.files.push_back(to_read[next++]);
+      } else {
+        std::vector<std::string> paths;
+        uint64_t bytes = 0;
+        while (next < to_read.size() && small(to_read[next]) && run.files.size() < kRunFiles &&
+               (run.files.empty() || bytes + static_cast<uint64_t>(files[to_read[next]].stamp.size) <= kRunBytes)) {
+          const size_t i = to_read[next++];
+          bytes += static_cast<uint64_t>(files[i].stamp.size);
+          run.files.push_back(i);
+          paths.push_back(path_of(i));
+        }
+        run.read = pool.Submit([paths = std::move(paths), whole_below, inline_max, compression] {
+          std::vector<SmallFile> out;
+          out.reserve(paths.size());
+          for (const std::string& path : paths) {
+            out.push_back(ReadSmallFile(path, whole_below, inline_max, compression));
+            if (!out.back().status.ok()) break;  // the run stops at its first failure, as the caller does
+          }
+          return out;
+        });
+      }
+      inflight_files += run.files.size();
+      inflight.push_back(std::move(run));
+    }
+    if (inflight.empty()) break;
+    Run run = std::move(inflight.front());
+    inflight.pop_front();
+    inflight_files -= run.files.size();
+    const bool was_read = run.read.valid();
+    std::vector<SmallFile> read;
+    if (was_read) read = run.read.get();
+    for (size_t k = 0; k < run.files.size() && failed.ok(); ++k) {
+      if (b->Cancelled()) {
+        failed = Status::IOError("interrupted");
+        break;
+      }
+      std::optional<SmallFile> one;
+      if (was_read) {
+        // A run that stopped early failed at its last file, where this
+        // loop stops too.
+        if (k >= read.size()) break;
+        one.emplace(std::move(read[k]));
+      }
+      failed = take(run.files[k], std::move(one));
+    }
   }
   if (!failed.ok()) {
     b->failed = true;  // a tree is all or nothing
