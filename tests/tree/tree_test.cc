@@ -256,6 +256,25 @@ TEST_F(TreeTest, RestoreReplacesEntriesOfAnotherKind) {
   EXPECT_EQ(Listing(dir_ / "out"), Listing(src_));
 }
 
+// What sits under a file's name is looked at by the thread that writes
+// the file: a directory there is kept (and named) unless asked to go.
+TEST_F(TreeTest, ADirectoryWhereTheTreeHasAFileStaysUnlessAsked) {
+  Populate();
+  ASSERT_TRUE(store_->PublishTree(src_, "site").ok());
+  fs::create_directories(dir_ / "out/tool/inner");
+  MakeFile(dir_ / "out/tool/inner/keep", {'k'}, 0644, 1);
+  auto r = store_->Restore("site", dir_ / "out");
+  ASSERT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("tool is a directory"), std::string::npos) << r.status().message();
+  EXPECT_EQ(ReadFile(dir_ / "out/tool/inner/keep"), std::vector<uint8_t>({'k'}));
+  RestoreOptions del;
+  del.delete_extra = true;
+  r = store_->Restore("site", dir_ / "out", del);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Listing(dir_ / "out"), Listing(src_));
+  EXPECT_EQ(ReadFile(dir_ / "out/tool"), ReadFile(src_ + "/tool"));
+}
+
 TEST_F(TreeTest, OneFileRestoresWithItsTreesMetadata) {
   Populate();
   ASSERT_TRUE(store_->PublishTree(src_, "site").ok());

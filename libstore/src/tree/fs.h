@@ -2,7 +2,8 @@
 // What the tree publisher and restorer share about the file system:
 // descriptors that close themselves, times in nanoseconds, errors that
 // name their path, and the test of whether a directory lies inside another
-// (the store's own, which neither may publish nor write into).
+// (the store's own, which neither may publish nor write into); and, in
+// fs.cc, what a restore does to the file system outside its restorer.
 #pragma once
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "chunkstore/status.h"
+#include "hash/digest.h"
 
 namespace chunkstore::internal {
 
@@ -88,5 +90,14 @@ inline bool InsideDir(int dir_fd, dev_t dev, ino_t ino) {
   if (d >= 0) ::close(d);
   return inside;
 }
+
+// Removes name below dir_fd, a whole directory tree included (no deeper
+// than kMaxTreeDepth levels below depth), following no symlink; a name
+// already gone is no error. path names it in messages.
+Status RemoveEntry(int dir_fd, const std::string& name, const std::string& path, int depth);
+
+// True if the file name below dir_fd holds exactly size bytes whose
+// SHA-256 is id (opened without following a symlink).
+Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id);
 
 }  // namespace chunkstore::internal

@@ -8,7 +8,8 @@
 // destination, whether the restore made it or found it there, is an entry
 // like any other and never a way out. Names come from trees that passed
 // DecodeTree: one path component each, never "." or "..". Files are
-// written by worker threads, each from a verified reader into a new file
+// looked at (what the destination holds under their names) and written by
+// worker threads, each from a verified reader into a new file
 // (O_CREAT | O_EXCL | O_NOFOLLOW) that gets its name by a rename when it
 // replaces one, so nobody sees half a file under a name the tree gives.
 // A directory gets its mode and mtime once everything inside it is done
@@ -57,8 +58,10 @@ struct DirState {
 
 struct FileJob {
   TreeNode entry;
+  bool check = false;    // the destination has something under its name: look at it first
   bool replace = false;  // something is there now: write aside, then rename over it
   bool verify = false;   // a file with the right stamp: compare its content first
+  bool done = false;     // found as the tree has it: nothing to write
 };
 
 // The files one directory needs written. A task is a whole directory's:
@@ -70,38 +73,6 @@ struct DirTask {
 };
 
 std::string Join(const std::string& dir, const std::string& name) { return dir == "." ? name : dir + "/" + name; }
-
-// Removes name below dir_fd, a whole directory tree included, following
-// no symlink.
-Status RemoveEntry(int dir_fd, const std::string& name, const std::string& path, int depth) {
-  struct stat st;
-  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return Status::OK();
-    return Errno("cannot stat", path);
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    if (::unlinkat(dir_fd, name.c_str(), 0) != 0 && errno != ENOENT) return Errno("cannot remove", path);
-    return Status::OK();
-  }
-  if (depth > kMaxTreeDepth) return Status::InvalidArgument(path + " nests too deep to remove");
-  Fd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (sub.get() < 0) return Errno("cannot open", path);
-  std::vector<std::string> names;
-  {
-    const int dup = ::dup(sub.get());
-    DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
-    if (!d) {
-      if (dup >= 0) ::close(dup);
-      return Errno("cannot read directory", path);
-    }
-    while (struct dirent* e = ::readdir(d))
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-    ::closedir(d);
-  }
-  for (const std::string& n : names) CHUNKSTORE_RETURN_IF_ERROR(RemoveEntry(sub.get(), n, path + "/" + n, depth + 1));
-  if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return Errno("cannot remove", path);
-  return Status::OK();
-}
 
 class Restorer {
  public:
@@ -130,7 +101,10 @@ class Restorer {
   // Writes e's object, read through reader (the result of opening it).
   Status WriteFile(int dir_fd, const std::string& name, const std::string& path, const TreeNode& e, bool replace,
                    bool set_metadata, Result<std::unique_ptr<Reader>> reader);
-  Result<bool> SameContent(int dir_fd, const std::string& name, const std::string& path, const TreeNode& e);
+  // Looks at what the destination holds under job's name and decides
+  // what the job does: nothing (done), compare first (verify), or write
+  // in its place (replace).
+  Status Check(int dir_fd, const std::string& path, FileJob* job);
   void Fail(const Status& s) {
     std::lock_guard<std::mutex> l(mu_);
     if (error_.ok()) error_ = s;
@@ -200,41 +174,50 @@ void Restorer::Work() {
       ++running_;
     }
     room_.notify_one();
-    // The readers of a run of files are opened together, in one read of
-    // the index: a lookup outside a transaction takes and drops the
-    // index's file locks every time, and the index's mutex once per file.
-    std::vector<Result<std::unique_ptr<Reader>>> opened;
-    size_t opened_from = 0;
-    for (size_t k = 0; k < task.files.size(); ++k) {
-      const FileJob& job = task.files[k];
-      if (failed_.load()) break;
-      if (k >= opened_from + opened.size()) {
-        opened_from = k;
-        const size_t end = std::min(task.files.size(), k + kOpenBatch);
-        std::vector<std::string> ids;
-        ids.reserve(end - k);
-        for (size_t j = k; j < end; ++j) ids.push_back(task.files[j].entry.id.ObjectId());
-        opened = store_->OpenReaders(ids);
-      }
-      Result<std::unique_ptr<Reader>>& reader = opened[k - opened_from];
-      if (Cancelled()) {
-        Fail(Status::IOError("interrupted"));
-        break;
-      }
-      const std::string path = Join(task.dir->path, job.entry.name);
-      bool write = true;
-      if (job.verify) {
-        Result<bool> same = SameContent(task.dir->fd.get(), job.entry.name, path, job.entry);
-        if (!same.ok()) Fail(same.status());
-        write = same.ok() && !*same;
-        if (same.ok() && *same) {
-          ++unchanged_;
-          ++entries_;
+    // A run of files at a time: first what the destination holds under
+    // their names (the walk leaves that to these threads, so a restore
+    // over a copy stats on every core), then the readers of those to be
+    // written, opened together in one read of the index (a lookup outside
+    // a transaction takes and drops the index's file locks every time).
+    for (size_t from = 0; from < task.files.size() && !failed_.load(); from += kOpenBatch) {
+      const size_t end = std::min(task.files.size(), from + kOpenBatch);
+      std::vector<std::string> ids;
+      for (size_t k = from; k < end && !failed_.load(); ++k) {
+        FileJob& job = task.files[k];
+        if (job.check) {
+          Status s = Check(task.dir->fd.get(), Join(task.dir->path, job.entry.name), &job);
+          if (!s.ok()) Fail(s);
         }
+        if (!job.done) ids.push_back(job.entry.id.ObjectId());
       }
-      if (write && !failed_.load()) {
-        Status s = WriteFile(task.dir->fd.get(), job.entry.name, path, job.entry, job.replace, true, std::move(reader));
-        if (!s.ok()) Fail(s);
+      if (failed_.load()) break;
+      std::vector<Result<std::unique_ptr<Reader>>> opened = store_->OpenReaders(ids);
+      size_t next_reader = 0;
+      for (size_t k = from; k < end; ++k) {
+        const FileJob& job = task.files[k];
+        if (job.done) continue;
+        Result<std::unique_ptr<Reader>>& reader = opened[next_reader++];
+        if (failed_.load()) break;
+        if (Cancelled()) {
+          Fail(Status::IOError("interrupted"));
+          break;
+        }
+        const std::string path = Join(task.dir->path, job.entry.name);
+        bool write = true;
+        if (job.verify) {
+          Result<bool> same = HasContent(task.dir->fd.get(), job.entry.name, path, job.entry.size, job.entry.id);
+          if (!same.ok()) Fail(same.status());
+          write = same.ok() && !*same;
+          if (same.ok() && *same) {
+            ++unchanged_;
+            ++entries_;
+          }
+        }
+        if (write && !failed_.load()) {
+          Status s =
+              WriteFile(task.dir->fd.get(), job.entry.name, path, job.entry, job.replace, true, std::move(reader));
+          if (!s.ok()) Fail(s);
+        }
       }
     }
     std::shared_ptr<DirState> dir = std::move(task.dir);
@@ -262,23 +245,36 @@ void Restorer::Finish(std::shared_ptr<DirState> dir) {
   }
 }
 
-Result<bool> Restorer::SameContent(int dir_fd, const std::string& name, const std::string& path, const TreeNode& e) {
-  Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) return Errno("cannot open", path);
-  Sha256 h;
-  std::vector<uint8_t> buf(1 << 20);
-  uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("cannot read", path);
-    }
-    if (n == 0) break;
-    h.Update(buf.data(), static_cast<size_t>(n));
-    total += static_cast<uint64_t>(n);
+Status Restorer::Check(int dir_fd, const std::string& path, FileJob* job) {
+  const TreeNode& e = job->entry;
+  struct stat st;
+  if (::fstatat(dir_fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return Status::OK();
+    return Errno("cannot stat", path);
   }
-  return total == e.size && h.Finish() == e.id;
+  // A directory where the tree has a file goes only when asked.
+  if (S_ISDIR(st.st_mode)) {
+    if (!options_.delete_extra)
+      return Status::InvalidArgument(path + " is a directory; the tree has a file there (delete_extra replaces it)");
+    CHUNKSTORE_RETURN_IF_ERROR(RemoveEntry(dir_fd, e.name, path, 0));
+    ++removed_;
+    return Status::OK();
+  }
+  job->replace = true;
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == e.size && Ns(st.st_mtim) == e.mtime_ns) {
+    if ((st.st_mode & kModeBits) != e.mode) {
+      if (::fchmodat(dir_fd, e.name.c_str(), e.mode, 0) != 0) return Errno("cannot set the mode of", path);
+      ++fixed_;
+    }
+    if (!options_.verify_existing) {
+      ++unchanged_;
+      ++entries_;
+      job->done = true;
+      return Status::OK();
+    }
+    job->verify = true;
+  }
+  return Status::OK();
 }
 
 Status Restorer::WriteFile(int dir_fd, const std::string& name, const std::string& path, const TreeNode& e,
@@ -355,9 +351,18 @@ Status Restorer::Fill(const std::shared_ptr<DirState>& dir, const TreeData& tree
     if (failed_.load()) return Status::OK();
     if (Cancelled()) return Status::IOError("interrupted");
     const std::string path = Join(dir->path, e.name);
+    const bool there = present.erase(e.name) > 0;
+    if (e.type == EntryType::kFile) {
+      // What is there now is looked at by the thread that writes it.
+      FileJob task;
+      task.entry = e;
+      task.check = there;
+      files.files.push_back(std::move(task));
+      continue;
+    }
     struct stat st;
     bool exists = false;
-    if (present.erase(e.name) && ::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) exists = true;
+    if (there && ::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) exists = true;
     // A directory where the tree has something else goes only when asked.
     if (exists && S_ISDIR(st.st_mode) && e.type != EntryType::kDirectory) {
       if (!options_.delete_extra)
@@ -368,26 +373,8 @@ Status Restorer::Fill(const std::shared_ptr<DirState>& dir, const TreeData& tree
       exists = false;
     }
     switch (e.type) {
-      case EntryType::kFile: {
-        FileJob task;
-        task.entry = e;
-        if (exists && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == e.size &&
-            Ns(st.st_mtim) == e.mtime_ns) {
-          if ((st.st_mode & kModeBits) != e.mode) {
-            if (::fchmodat(fd, e.name.c_str(), e.mode, 0) != 0) return Errno("cannot set the mode of", path);
-            ++fixed_;
-          }
-          if (!options_.verify_existing) {
-            ++unchanged_;
-            ++entries_;
-            break;
-          }
-          task.verify = true;
-        }
-        task.replace = exists;
-        files.files.push_back(std::move(task));
-        break;
-      }
+      case EntryType::kFile:
+        break;  // queued above
       case EntryType::kSymlink: {
         if (exists && S_ISLNK(st.st_mode)) {
           std::string now(e.target.size() + 1, '\0');
@@ -511,7 +498,7 @@ Status Restorer::RestoreFile(int dir_fd, const std::string& name, const std::str
     if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + " is a directory");
     if (S_ISREG(st.st_mode) && has_metadata && static_cast<uint64_t>(st.st_size) == entry.size &&
         Ns(st.st_mtim) == entry.mtime_ns) {
-      Result<bool> same = options_.verify_existing ? SameContent(dir_fd, name, path, entry) : Result<bool>(true);
+      Result<bool> same = options_.verify_existing ? HasContent(dir_fd, name, path, entry.size, entry.id) : Result<bool>(true);
       if (!same.ok()) return same.status();
       if (*same) {
         if ((st.st_mode & kModeBits) != entry.mode) {
