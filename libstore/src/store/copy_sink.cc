@@ -224,7 +224,12 @@ Status PushSink::Post() {
   const std::string auth = "Authorization: Bearer " + dst_->options.http_token;
   headers = c.slist_append(headers, auth.c_str());
   headers = c.slist_append(headers, "Content-Type: application/vnd.chunkstore.push");
-  headers = c.slist_append(headers, "Expect:");
+  // A server that refuses a push by its declared length (serve
+  // --max-upload-mib) answers before any of a large one is sent, so the
+  // answer is not lost to a connection it closes while the body is still
+  // arriving. A small push goes at once: the wait would cost a round trip.
+  const bool expect = size > (1u << 20);
+  headers = c.slist_append(headers, expect ? "Expect: 100-continue" : "Expect:");
   std::string ca = dst_->options.s3.ca_bundle;
   if (ca.empty()) {
     if (const char* e = std::getenv("AWS_CA_BUNDLE"); e && *e) ca = e;
@@ -235,6 +240,7 @@ Status PushSink::Post() {
   c.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   c.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
   if (!ca.empty()) c.easy_setopt(h, CURLOPT_CAINFO, ca.c_str());
+  if (expect) c.easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 10000L);
   c.easy_setopt(h, CURLOPT_POST, 1L);
   c.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(size));
   c.easy_setopt(h, CURLOPT_READFUNCTION, ReadUpload);
@@ -247,7 +253,8 @@ Status PushSink::Post() {
   c.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   c.easy_cleanup(h);
   c.slist_free_all(headers);
-  if (rc != CURLE_OK)
+  // A refusal that arrived before the connection broke is the answer.
+  if (rc != CURLE_OK && (code == 0 || code / 100 == 2))
     return Status::IOError("cannot send a push to " + dst_->push_url + ": " + c.easy_strerror(rc));
   if (code / 100 == 2) return Status::OK();
   std::string why = u.response;
