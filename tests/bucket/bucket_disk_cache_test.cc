@@ -246,6 +246,30 @@ TEST(DiskChunkCache, EvictsTheLeastRecentlyReadAndChecksLengths) {
   fs::remove_all(dir);
 }
 
+// The cache's own count can run high (a chunk written twice, by a
+// foreground read and a read-ahead); the scan that corrects it must not
+// leave room to grow past the limit before the next one.
+TEST(DiskChunkCache, ACountThatRanHighDoesNotLetItRestAboveItsLimit) {
+  const fs::path dir = fs::temp_directory_path() / ("chunkstore-disk-cache-high-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const uint64_t limit = 10000;
+  internal::DiskChunkCache cache(dir.string(), limit);
+  const std::vector<uint8_t> bytes(500, 9);
+  auto id = [](int i) { return internal::Sha256::Of(&i, sizeof i); };
+  for (int i = 0; i < 19; ++i) cache.Put(id(i), bytes.data(), bytes.size());
+  ASSERT_EQ(CachedBytes(dir), 9500u);
+  // The same chunk twice more: 10,500 counted, 9,500 held; the count
+  // passes the limit and a scan corrects it.
+  cache.Put(id(0), bytes.data(), bytes.size());
+  cache.Put(id(0), bytes.data(), bytes.size());
+  ASSERT_EQ(CachedBytes(dir), 9500u);
+  for (int i = 19; i < 23; ++i) {
+    cache.Put(id(i), bytes.data(), bytes.size());
+    EXPECT_LE(CachedBytes(dir), limit) << "after chunk " << i;
+  }
+  fs::remove_all(dir);
+}
+
 #ifndef CHUNKSTORE_TEST_S3
 INSTANTIATE_TEST_SUITE_P(Local, BucketDiskCacheTest,
                          ::testing::Values(testing::Backend::kMemory, testing::Backend::kDirectory),

@@ -214,6 +214,21 @@ TEST_F(HostileDest, SymlinksInTheDestinationAreReplacedNotFollowed) {
   EXPECT_EQ(testing::Listing(out), testing::Listing(src_));
 }
 
+// A link whose target looks exactly like the tree's file (same size,
+// mtime and mode) is still a link: it is replaced, not taken as the file.
+TEST_F(HostileDest, ALinkToALookAlikeFileIsNotTakenAsTheFile) {
+  const std::string out = dir_ / "out";
+  fs::create_directories(out);
+  MakeFile(outside_ + "/twin", {'z'}, 0644, 1600000000000000000);
+  fs::create_symlink(outside_ + "/twin", out + "/a.txt");
+  auto r = store_->Restore("t", out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(out + "/a.txt")));
+  EXPECT_EQ(ReadFile(out + "/a.txt"), (std::vector<uint8_t>{'a'}));
+  EXPECT_EQ(ReadFile(outside_ + "/twin"), (std::vector<uint8_t>{'z'}));
+  EXPECT_EQ(testing::Listing(out), testing::Listing(src_));
+}
+
 TEST_F(HostileDest, ALinkTheRestoreMadeIsNeverWrittenThrough) {
   // Version 2 has a symlink where version 1 has a directory with a file;
   // restoring 2 then 1 over the same destination must replace the link.

@@ -144,7 +144,11 @@ void DiskChunkCache::EvictLocked() {
   }
   // What could not be removed (another user's files) is not scanned for
   // again on every write: only once writes added a tenth of the limit.
-  rescan_above_ = std::max(max_bytes_, bytes_ + max_bytes_ / 10);
+  // A directory under the limit is scanned again as soon as this count
+  // passes the limit: a count that ran high (a chunk written twice, a
+  // file seen under both of its names mid-rename) must not let the cache
+  // rest above its limit.
+  rescan_above_ = bytes_ <= max_bytes_ ? max_bytes_ : bytes_ + max_bytes_ / 10;
 }
 
 }  // namespace chunkstore::internal
