@@ -3,6 +3,7 @@
 // writer with access to its files could do) and destinations holding
 // symlinks that point elsewhere. A restore reports them and never writes
 // outside its destination.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 
 #include "log_forge.h"
 #include "test_util.h"
+#include "tree/fs.h"
 #include "tree_util.h"
 
 namespace chunkstore {
@@ -278,6 +280,65 @@ TEST_F(HostileDest, DamagedContentLeavesNoFileUnderItsName) {
   EXPECT_FALSE(fs::exists(dir_ / "out/big"));
   for (auto& e : fs::directory_iterator(dir_ / "out"))
     EXPECT_EQ(e.path().filename().string().find(".chunkstore-"), std::string::npos) << e.path();
+}
+
+// What a restore finds in its destination can change between its look and
+// its next step: the mode of a file it found unchanged is set only on that
+// same file, never through a link or on a FIFO swapped in under its name,
+// and comparing content never waits on a FIFO.
+TEST(RestoreFs, AFileSwappedForALinkOrAFifoIsNeitherChangedNorWaitedOn) {
+  testing::TempDir dir;
+  const std::string d = dir / "d";
+  fs::create_directories(d);
+  MakeFile(d + "/f", {'a', 'b', 'c'}, 0644, 1);
+  MakeFile(d + "/outside", {'o'}, 0644, 1);
+  struct stat seen;
+  ASSERT_EQ(::stat((d + "/f").c_str(), &seen), 0);
+  internal::Fd dfd(::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_GE(dfd.get(), 0);
+  const internal::Digest abc = internal::Sha256::Of("abc", 3);
+  auto mode_of = [&](const std::string& name) {
+    struct stat st;
+    EXPECT_EQ(::stat((d + "/" + name).c_str(), &st), 0);
+    return st.st_mode & 07777;
+  };
+  fs::rename(d + "/f", d + "/kept");  // kept, so its inode is not reused
+
+  fs::create_symlink(d + "/outside", d + "/f");
+  auto r = internal::SetModeIfSame(dfd.get(), "f", "f", seen.st_dev, seen.st_ino, 0600);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(mode_of("outside"), 0644u);
+  auto same = internal::HasContent(dfd.get(), "f", "f", 1, internal::Sha256::Of("o", 1));
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_FALSE(*same);
+  fs::remove(d + "/f");
+
+  ASSERT_EQ(::mkfifo((d + "/f").c_str(), 0644), 0);
+  r = internal::SetModeIfSame(dfd.get(), "f", "f", seen.st_dev, seen.st_ino, 0600);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(mode_of("f"), 0644u);
+  same = internal::HasContent(dfd.get(), "f", "f", 0, internal::Sha256::Of("", 0));
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_FALSE(*same);
+  fs::remove(d + "/f");
+
+  MakeFile(d + "/f", {'a', 'b', 'c'}, 0644, 1);  // the same bytes, another file
+  r = internal::SetModeIfSame(dfd.get(), "f", "f", seen.st_dev, seen.st_ino, 0600);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(mode_of("f"), 0644u);
+  same = internal::HasContent(dfd.get(), "f", "f", 3, abc);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(*same);
+  fs::remove(d + "/f");
+
+  fs::rename(d + "/kept", d + "/f");
+  r = internal::SetModeIfSame(dfd.get(), "f", "f", seen.st_dev, seen.st_ino, 0600);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(mode_of("f"), 0600u);
 }
 
 }  // namespace

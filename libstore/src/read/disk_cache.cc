@@ -143,12 +143,14 @@ void DiskChunkCache::EvictLocked() {
     if (fd >= 0) ::close(fd);
   }
   // What could not be removed (another user's files) is not scanned for
-  // again on every write: only once writes added a tenth of the limit.
-  // A directory under the limit is scanned again as soon as this count
-  // passes the limit: a count that ran high (a chunk written twice, a
-  // file seen under both of its names mid-rename) must not let the cache
-  // rest above its limit.
-  rescan_above_ = bytes_ <= max_bytes_ ? max_bytes_ : bytes_ + max_bytes_ / 10;
+  // again on every write: once eviction fell short of its target, only
+  // once writes added a tenth of the limit. A directory found under the
+  // limit, or brought down to the target, is scanned again as soon as
+  // this count passes the limit: a count that ran high (a chunk written
+  // twice, a file seen under both of its names mid-rename) must not let
+  // the cache rest above its limit.
+  const bool settled = total <= max_bytes_ || bytes_ <= max_bytes_ / 10 * 9;
+  rescan_above_ = settled ? max_bytes_ : std::max(max_bytes_, bytes_ + max_bytes_ / 10);
 }
 
 }  // namespace chunkstore::internal

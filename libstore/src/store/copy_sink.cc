@@ -253,8 +253,10 @@ Status PushSink::Post() {
   c.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   c.easy_cleanup(h);
   c.slist_free_all(headers);
-  // A refusal that arrived before the connection broke is the answer.
-  if (rc != CURLE_OK && (code == 0 || code / 100 == 2))
+  // A refusal that arrived before the connection broke is the answer. An
+  // interim 100 Continue is not an answer: curl records it as the code when
+  // the connection breaks after it, and curl's own error says more.
+  if (rc != CURLE_OK && (code < 200 || code / 100 == 2))
     return Status::IOError("cannot send a push to " + dst_->push_url + ": " + c.easy_strerror(rc));
   if (code / 100 == 2) return Status::OK();
   std::string why = u.response;

@@ -43,8 +43,14 @@ Status RemoveEntry(int dir_fd, const std::string& name, const std::string& path,
 }
 
 Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id) {
-  Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) return Errno("cannot open", path);
+  Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ELOOP || errno == ENXIO) return false;  // a link or a FIFO now: not the file
+    return Errno("cannot open", path);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Errno("cannot stat", path);
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != size) return false;
   Sha256 h;
   std::vector<uint8_t> buf(1 << 20);
   uint64_t total = 0;
@@ -59,6 +65,19 @@ Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& 
     total += static_cast<uint64_t>(n);
   }
   return total == size && h.Finish() == id;
+}
+
+Result<bool> SetModeIfSame(int dir_fd, const std::string& name, const std::string& path, dev_t dev, ino_t ino,
+                           mode_t mode) {
+  // Read-only first; a file its owner may not read (mode 0200) opens
+  // write-only, which without O_TRUNC changes nothing in it.
+  Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0 && errno == EACCES) fd = Fd(::openat(dir_fd, name.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) return false;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != dev || st.st_ino != ino) return false;
+  if (::fchmod(fd.get(), mode) != 0) return Errno("cannot set the mode of", path);
+  return true;
 }
 
 }  // namespace chunkstore::internal

@@ -96,8 +96,18 @@ inline bool InsideDir(int dir_fd, dev_t dev, ino_t ino) {
 // already gone is no error. path names it in messages.
 Status RemoveEntry(int dir_fd, const std::string& name, const std::string& path, int depth);
 
-// True if the file name below dir_fd holds exactly size bytes whose
-// SHA-256 is id (opened without following a symlink).
+// True if the file name below dir_fd is a regular file holding exactly
+// size bytes whose SHA-256 is id (opened without following a symlink or
+// waiting on a FIFO).
 Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id);
+
+// Sets the permission bits of name below dir_fd to mode, but only while it
+// is still the regular file (dev, ino) the caller looked at: opened
+// without following a symlink or waiting on a FIFO that replaced it since.
+// False, and nothing changed, when it is not that file or cannot be
+// opened to tell: the caller writes it anew. An error only when the mode
+// of the right file cannot be set.
+Result<bool> SetModeIfSame(int dir_fd, const std::string& name, const std::string& path, dev_t dev, ino_t ino,
+                           mode_t mode);
 
 }  // namespace chunkstore::internal

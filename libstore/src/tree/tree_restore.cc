@@ -53,6 +53,7 @@ struct DirState {
   int64_t mtime_ns = 0;
   std::shared_ptr<DirState> parent;
   bool fresh = false;  // made by this restore: empty when its walk begins
+  int depth = 0;       // levels below dest
   std::atomic<int> pending{1};  // the walk of it, and each task or subdirectory under way in it
 };
 
@@ -61,6 +62,9 @@ struct FileJob {
   bool check = false;    // the destination has something under its name: look at it first
   bool replace = false;  // something is there now: write aside, then rename over it
   bool verify = false;   // a file with the right stamp: compare its content first
+  bool set_mode = false; // ... whose mode differs: set it once the content is known good
+  dev_t dev = 0;         // the file seen there, which set_mode must still find
+  ino_t ino = 0;
   bool done = false;     // found as the tree has it: nothing to write
 };
 
@@ -104,7 +108,7 @@ class Restorer {
   // Looks at what the destination holds under job's name and decides
   // what the job does: nothing (done), compare first (verify), or write
   // in its place (replace).
-  Status Check(int dir_fd, const std::string& path, FileJob* job);
+  Status Check(const DirState& dir, const std::string& path, FileJob* job);
   void Fail(const Status& s) {
     std::lock_guard<std::mutex> l(mu_);
     if (error_.ok()) error_ = s;
@@ -185,7 +189,7 @@ void Restorer::Work() {
       for (size_t k = from; k < end && !failed_.load(); ++k) {
         FileJob& job = task.files[k];
         if (job.check) {
-          Status s = Check(task.dir->fd.get(), Join(task.dir->path, job.entry.name), &job);
+          Status s = Check(*task.dir, Join(task.dir->path, job.entry.name), &job);
           if (!s.ok()) Fail(s);
         }
         if (!job.done) ids.push_back(job.entry.id.ObjectId());
@@ -206,6 +210,10 @@ void Restorer::Work() {
         bool write = true;
         if (job.verify) {
           Result<bool> same = HasContent(task.dir->fd.get(), job.entry.name, path, job.entry.size, job.entry.id);
+          if (same.ok() && *same && job.set_mode) {
+            same = SetModeIfSame(task.dir->fd.get(), job.entry.name, path, job.dev, job.ino, job.entry.mode);
+            if (same.ok() && *same) ++fixed_;
+          }
           if (!same.ok()) Fail(same.status());
           write = same.ok() && !*same;
           if (same.ok() && *same) {
@@ -245,7 +253,8 @@ void Restorer::Finish(std::shared_ptr<DirState> dir) {
   }
 }
 
-Status Restorer::Check(int dir_fd, const std::string& path, FileJob* job) {
+Status Restorer::Check(const DirState& dir, const std::string& path, FileJob* job) {
+  const int dir_fd = dir.fd.get();
   const TreeNode& e = job->entry;
   struct stat st;
   if (::fstatat(dir_fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -256,23 +265,30 @@ Status Restorer::Check(int dir_fd, const std::string& path, FileJob* job) {
   if (S_ISDIR(st.st_mode)) {
     if (!options_.delete_extra)
       return Status::InvalidArgument(path + " is a directory; the tree has a file there (delete_extra replaces it)");
-    CHUNKSTORE_RETURN_IF_ERROR(RemoveEntry(dir_fd, e.name, path, 0));
+    CHUNKSTORE_RETURN_IF_ERROR(RemoveEntry(dir_fd, e.name, path, dir.depth + 1));
     ++removed_;
     return Status::OK();
   }
   job->replace = true;
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == e.size && Ns(st.st_mtim) == e.mtime_ns) {
-    if ((st.st_mode & kModeBits) != e.mode) {
-      if (::fchmodat(dir_fd, e.name.c_str(), e.mode, 0) != 0) return Errno("cannot set the mode of", path);
-      ++fixed_;
-    }
-    if (!options_.verify_existing) {
-      ++unchanged_;
-      ++entries_;
-      job->done = true;
+    job->set_mode = (st.st_mode & kModeBits) != e.mode;
+    job->dev = st.st_dev;
+    job->ino = st.st_ino;
+    if (options_.verify_existing) {
+      job->verify = true;  // the mode, if wrong, only once the content is known good
       return Status::OK();
     }
-    job->verify = true;
+    if (job->set_mode) {
+      // Something swapped in since the stat (a link, a FIFO) is not
+      // followed or waited on: it is written over instead.
+      Result<bool> same = SetModeIfSame(dir_fd, e.name, path, st.st_dev, st.st_ino, e.mode);
+      if (!same.ok()) return same.status();
+      if (!*same) return Status::OK();
+      ++fixed_;
+    }
+    ++unchanged_;
+    ++entries_;
+    job->done = true;
   }
   return Status::OK();
 }
@@ -440,6 +456,7 @@ Status Restorer::Fill(const std::shared_ptr<DirState>& dir, const TreeData& tree
     child->mtime_ns = subtree->mtime_ns;
     child->parent = dir;
     child->fresh = !exists;
+    child->depth = depth + 1;
     dir->pending.fetch_add(1);
     ++dirs_;
     ++entries_;
@@ -500,11 +517,12 @@ Status Restorer::RestoreFile(int dir_fd, const std::string& name, const std::str
         Ns(st.st_mtim) == entry.mtime_ns) {
       Result<bool> same = options_.verify_existing ? HasContent(dir_fd, name, path, entry.size, entry.id) : Result<bool>(true);
       if (!same.ok()) return same.status();
+      if (*same && (st.st_mode & kModeBits) != entry.mode) {
+        same = SetModeIfSame(dir_fd, name, path, st.st_dev, st.st_ino, entry.mode);
+        if (!same.ok()) return same.status();
+        if (*same) report_->metadata_fixed = 1;
+      }
       if (*same) {
-        if ((st.st_mode & kModeBits) != entry.mode) {
-          if (::fchmodat(dir_fd, name.c_str(), entry.mode, 0) != 0) return Errno("cannot set the mode of", path);
-          report_->metadata_fixed = 1;
-        }
         report_->files_unchanged = 1;
         return Status::OK();
       }
