@@ -231,6 +231,51 @@ TEST_F(HostileDest, ALinkToALookAlikeFileIsNotTakenAsTheFile) {
   EXPECT_EQ(testing::Listing(out), testing::Listing(src_));
 }
 
+// A file in the destination that is a hard link to one outside it, with
+// the tree's size and mtime but another mode: setting the mode would set
+// it on the file outside too, so the name is written anew instead.
+TEST_F(HostileDest, AHardLinkToAFileOutsideKeepsItsModeThere) {
+  const std::string out = dir_ / "out";
+  fs::create_directories(out);
+  MakeFile(outside_ + "/twin", {'a'}, 0600, 1600000000000000000);
+  fs::create_hard_link(outside_ + "/twin", out + "/a.txt");
+  auto r = store_->Restore("t", out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(fs::status(outside_ + "/twin").permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::hard_link_count(outside_ + "/twin"), 1u);
+  EXPECT_EQ(testing::Listing(out), testing::Listing(src_));
+  EXPECT_EQ(r->metadata_fixed, 0u);
+  EXPECT_EQ(r->files_written, 2u);
+}
+
+// With verify_existing, a file with the tree's size and mtime but another
+// mode and other bytes is rewritten: its mode is not fixed first.
+TEST_F(HostileDest, VerifyingFixesNoModeOnAFileWhoseContentDiffers) {
+  const std::string out = dir_ / "out";
+  ASSERT_TRUE(store_->Restore("t", out).ok());
+  MakeFile(out + "/a.txt", {'b'}, 0600, 1600000000000000000);
+  RestoreOptions verify;
+  verify.verify_existing = true;
+  auto r = store_->Restore("t", out, verify);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_written, 1u);
+  EXPECT_EQ(r->metadata_fixed, 0u);
+  EXPECT_EQ(ReadFile(out + "/a.txt"), (std::vector<uint8_t>{'a'}));
+  EXPECT_EQ(testing::Listing(out), testing::Listing(src_));
+  // Right bytes, wrong mode: fixed in place, as the same file.
+  struct stat before;
+  ASSERT_EQ(::chmod((out + "/a.txt").c_str(), 0600), 0);
+  ASSERT_EQ(::stat((out + "/a.txt").c_str(), &before), 0);
+  r = store_->Restore("t", out, verify);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_written, 0u);
+  EXPECT_EQ(r->metadata_fixed, 1u);
+  struct stat after;
+  ASSERT_EQ(::stat((out + "/a.txt").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(testing::Listing(out), testing::Listing(src_));
+}
+
 TEST_F(HostileDest, ALinkTheRestoreMadeIsNeverWrittenThrough) {
   // Version 2 has a symlink where version 1 has a directory with a file;
   // restoring 2 then 1 over the same destination must replace the link.
@@ -335,6 +380,28 @@ TEST(RestoreFs, AFileSwappedForALinkOrAFifoIsNeitherChangedNorWaitedOn) {
   fs::remove(d + "/f");
 
   fs::rename(d + "/kept", d + "/f");
+  // The content check with what was seen: another file with the same
+  // bytes is not it; the file itself is hashed and given its mode through
+  // the same descriptor; a file with a second name is never it.
+  MakeFile(d + "/g", {'a', 'b', 'c'}, 0644, 1);
+  const internal::SeenFile as_seen{seen.st_dev, seen.st_ino, true, 0640};
+  same = internal::HasContent(dfd.get(), "g", "g", 3, abc, &as_seen);
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(*same);
+  EXPECT_EQ(mode_of("g"), 0644u);
+  fs::create_hard_link(d + "/f", d + "/f2");
+  same = internal::HasContent(dfd.get(), "f", "f", 3, abc, &as_seen);
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(*same);
+  r = internal::SetModeIfSame(dfd.get(), "f", "f", seen.st_dev, seen.st_ino, 0600);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(mode_of("f"), 0644u);
+  fs::remove(d + "/f2");
+  same = internal::HasContent(dfd.get(), "f", "f", 3, abc, &as_seen);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(*same);
+  EXPECT_EQ(mode_of("f"), 0640u);
   r = internal::SetModeIfSame(dfd.get(), "f", "f", seen.st_dev, seen.st_ino, 0600);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(*r);

@@ -42,15 +42,19 @@ Status RemoveEntry(int dir_fd, const std::string& name, const std::string& path,
   return Status::OK();
 }
 
-Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id) {
+Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id,
+                        const SeenFile* seen) {
   Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
-    if (errno == ELOOP || errno == ENXIO) return false;  // a link or a FIFO now: not the file
+    // A link, a socket, or a file its mode keeps from us (0200, which the
+    // tree's mode may be about to fix): not one to take as it is.
+    if (errno == ELOOP || errno == ENXIO || errno == EACCES) return false;
     return Errno("cannot open", path);
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Errno("cannot stat", path);
   if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != size) return false;
+  if (seen && (st.st_dev != seen->dev || st.st_ino != seen->ino || st.st_nlink > 1)) return false;
   Sha256 h;
   std::vector<uint8_t> buf(1 << 20);
   uint64_t total = 0;
@@ -64,7 +68,9 @@ Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& 
     h.Update(buf.data(), static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);
   }
-  return total == size && h.Finish() == id;
+  if (total != size || h.Finish() != id) return false;
+  if (seen && seen->set_mode && ::fchmod(fd.get(), seen->mode) != 0) return Errno("cannot set the mode of", path);
+  return true;
 }
 
 Result<bool> SetModeIfSame(int dir_fd, const std::string& name, const std::string& path, dev_t dev, ino_t ino,
@@ -75,7 +81,8 @@ Result<bool> SetModeIfSame(int dir_fd, const std::string& name, const std::strin
   if (fd.get() < 0 && errno == EACCES) fd = Fd(::openat(dir_fd, name.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) return false;
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != dev || st.st_ino != ino) return false;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != dev || st.st_ino != ino || st.st_nlink > 1)
+    return false;
   if (::fchmod(fd.get(), mode) != 0) return Errno("cannot set the mode of", path);
   return true;
 }

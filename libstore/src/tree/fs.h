@@ -96,16 +96,32 @@ inline bool InsideDir(int dir_fd, dev_t dev, ino_t ino) {
 // already gone is no error. path names it in messages.
 Status RemoveEntry(int dir_fd, const std::string& name, const std::string& path, int depth);
 
+// What a caller saw under a name (by fstatat), for a later step that must
+// find that same file there again, and the mode to give it if it does.
+struct SeenFile {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool set_mode = false;
+  mode_t mode = 0;
+};
+
 // True if the file name below dir_fd is a regular file holding exactly
-// size bytes whose SHA-256 is id (opened without following a symlink or
-// waiting on a FIFO).
-Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id);
+// size bytes whose SHA-256 is id, opened without following a symlink or
+// waiting on a FIFO. False, not an error, when it is something else or
+// this process may not read it: the caller writes it anew. With seen, it
+// must also still be that file (the same descriptor is hashed and, with
+// seen->set_mode, given seen->mode, so no swap between the two can make
+// another file take the mode), and it must have no other name: a hard
+// link may reach a file outside the destination.
+Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id,
+                        const SeenFile* seen = nullptr);
 
 // Sets the permission bits of name below dir_fd to mode, but only while it
 // is still the regular file (dev, ino) the caller looked at: opened
 // without following a symlink or waiting on a FIFO that replaced it since.
-// False, and nothing changed, when it is not that file or cannot be
-// opened to tell: the caller writes it anew. An error only when the mode
+// False, and nothing changed, when it is not that file, has other names
+// (a hard link may reach outside the destination) or cannot be opened to
+// tell: the caller writes it anew. An error only when the mode
 // of the right file cannot be set.
 Result<bool> SetModeIfSame(int dir_fd, const std::string& name, const std::string& path, dev_t dev, ino_t ino,
                            mode_t mode);

@@ -209,11 +209,9 @@ void Restorer::Work() {
         const std::string path = Join(task.dir->path, job.entry.name);
         bool write = true;
         if (job.verify) {
-          Result<bool> same = HasContent(task.dir->fd.get(), job.entry.name, path, job.entry.size, job.entry.id);
-          if (same.ok() && *same && job.set_mode) {
-            same = SetModeIfSame(task.dir->fd.get(), job.entry.name, path, job.dev, job.ino, job.entry.mode);
-            if (same.ok() && *same) ++fixed_;
-          }
+          const SeenFile seen{job.dev, job.ino, job.set_mode, job.entry.mode};
+          Result<bool> same = HasContent(task.dir->fd.get(), job.entry.name, path, job.entry.size, job.entry.id, &seen);
+          if (same.ok() && *same && job.set_mode) ++fixed_;
           if (!same.ok()) Fail(same.status());
           write = same.ok() && !*same;
           if (same.ok() && *same) {
@@ -328,8 +326,10 @@ Status Restorer::WriteFile(int dir_fd, const std::string& name, const std::strin
   }
   if (left != 0) return drop(Status::Corruption("cannot restore " + path + ": its object ended early", e.id.ObjectId()));
   if (!writer.Finish()) return drop(Errno("cannot write", path));
+  // Through the descriptor, before the file has its name: a mode set
+  // after the rename would follow a link put there meanwhile.
+  if (!mode_at_create && ::fchmod(fd.get(), e.mode) != 0) return drop(Errno("cannot set the mode of", path));
   if (set_metadata) {
-    if (!mode_at_create && ::fchmod(fd.get(), e.mode) != 0) return drop(Errno("cannot set the mode of", path));
     const struct timespec times[2] = {{0, UTIME_OMIT}, FromNs(e.mtime_ns)};
     if (::futimens(fd.get(), times) != 0) return drop(Errno("cannot set the time of", path));
   }
@@ -515,13 +515,13 @@ Status Restorer::RestoreFile(int dir_fd, const std::string& name, const std::str
     if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + " is a directory");
     if (S_ISREG(st.st_mode) && has_metadata && static_cast<uint64_t>(st.st_size) == entry.size &&
         Ns(st.st_mtim) == entry.mtime_ns) {
-      Result<bool> same = options_.verify_existing ? HasContent(dir_fd, name, path, entry.size, entry.id) : Result<bool>(true);
+      const bool set_mode = (st.st_mode & kModeBits) != entry.mode;
+      const SeenFile seen{st.st_dev, st.st_ino, set_mode, static_cast<mode_t>(entry.mode)};
+      Result<bool> same = options_.verify_existing ? HasContent(dir_fd, name, path, entry.size, entry.id, &seen)
+                          : set_mode ? SetModeIfSame(dir_fd, name, path, st.st_dev, st.st_ino, entry.mode)
+                                     : Result<bool>(true);
       if (!same.ok()) return same.status();
-      if (*same && (st.st_mode & kModeBits) != entry.mode) {
-        same = SetModeIfSame(dir_fd, name, path, st.st_dev, st.st_ino, entry.mode);
-        if (!same.ok()) return same.status();
-        if (*same) report_->metadata_fixed = 1;
-      }
+      if (*same && set_mode) report_->metadata_fixed = 1;
       if (*same) {
         report_->files_unchanged = 1;
         return Status::OK();
@@ -539,7 +539,6 @@ Status Restorer::RestoreFile(int dir_fd, const std::string& name, const std::str
   }
   CHUNKSTORE_RETURN_IF_ERROR(
       WriteFile(dir_fd, name, path, e, exists, has_metadata, store_->OpenReader(e.id.ObjectId())));
-  if (!has_metadata && ::fchmodat(dir_fd, name.c_str(), e.mode, 0) != 0) return Errno("cannot set the mode of", path);
   report_->files_written = 1;
   report_->bytes_written = bytes_.load();
   return Status::OK();
