@@ -54,7 +54,7 @@ Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& 
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Errno("cannot stat", path);
   if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != size) return false;
-  if (seen && (st.st_dev != seen->dev || st.st_ino != seen->ino || st.st_nlink > 1)) return false;
+  if (seen && (st.st_dev != seen->dev || st.st_ino != seen->ino || (seen->set_mode && st.st_nlink > 1))) return false;
   Sha256 h;
   std::vector<uint8_t> buf(1 << 20);
   uint64_t total = 0;

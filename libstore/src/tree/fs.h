@@ -111,8 +111,8 @@ struct SeenFile {
 // this process may not read it: the caller writes it anew. With seen, it
 // must also still be that file (the same descriptor is hashed and, with
 // seen->set_mode, given seen->mode, so no swap between the two can make
-// another file take the mode), and it must have no other name: a hard
-// link may reach a file outside the destination.
+// another file take the mode); one whose mode is to be set must have no
+// other name, as a hard link may reach a file outside the destination.
 Result<bool> HasContent(int dir_fd, const std::string& name, const std::string& path, uint64_t size, const Digest& id,
                         const SeenFile* seen = nullptr);
 
