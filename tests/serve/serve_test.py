@@ -60,6 +60,75 @@ class Server:
         self.p.wait(timeout=10)
 
 
+class PushBreaker:
+    """A proxy in front of a server: it forwards every request but a push,
+    each on a connection of its own, and answers a push with `reply`, takes
+    a little of its body and breaks the connection, as a server that dies
+    mid-upload does."""
+
+    def __init__(self, upstream_url, reply):
+        host, port = upstream_url.split("//", 1)[1].rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.reply = reply
+        self.pushes = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def _serve(self, c):
+        with c:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = c.recv(65536)
+                if not data:
+                    return
+                head += data
+            hdr, _, rest = head.partition(b"\r\n\r\n")
+            lines = hdr.split(b"\r\n")
+            if lines[0].startswith(b"POST ") and b"/push" in lines[0]:
+                self.pushes += 1
+                c.sendall(self.reply)
+                c.settimeout(1)  # a small push came whole with its head
+                try:
+                    c.recv(65536)
+                except OSError:
+                    pass
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                return
+            lines = [ln for ln in lines if not ln.lower().startswith(b"connection:")] + [b"Connection: close"]
+            with socket.create_connection(self.upstream) as up:
+                up.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + rest)
+                t = threading.Thread(target=self._pipe, args=(c, up), daemon=True)
+                t.start()
+                self._pipe(up, c)
+
+    def stop(self):
+        self.sock.close()
+
+
 def run(store, *args, cache=None, stdin=None):
     """chunkstore with its own cache directory (for http:// stores)."""
     env = dict(os.environ)
@@ -234,6 +303,19 @@ def main():
         r = run(store, "copy", "--to", u, "--token-file", two, cache=pcache)
         check(r.returncode == 2 and b"more than one line" in r.stderr,
               f"a token of two lines (a header it could inject) is a usage error: {r.stderr!r}")
+        # A server that breaks the connection during a push: after an
+        # interim 100 Continue the error is the transfer's, not a refusal
+        # "(HTTP 100)"; a refusal that came before the break is the answer.
+        for reply, code, want in [(b"HTTP/1.1 100 Continue\r\n\r\n", 1, b"cannot send a push to"),
+                                  (b"HTTP/1.1 403 Forbidden\r\nContent-Length: 100\r\n\r\nnot you\n", 5,
+                                   b"refused a push (HTTP 403): not you")]:
+            proxy = PushBreaker(u, reply)
+            try:
+                r = run(store, "copy", "--to", proxy.url, "--token-file", token, cache=pcache)
+            finally:
+                proxy.stop()
+            check(proxy.pushes >= 1 and r.returncode == code and want in r.stderr and b"HTTP 100" not in r.stderr,
+                  f"a push broken after {reply[:24]!r}: exit {r.returncode} {r.stderr[-300:]!r}")
         check(run(pushed, "ls").stdout == b"", "refused copies added nothing")
         r = run(store, "--json", "copy", "--to", u, "--token-file", token, cache=pcache)
         rep = json.loads(r.stdout or b"{}")
