@@ -4,11 +4,14 @@
 // cache, with no request; a cached file that was damaged, cut short or
 // removed is fetched again and never returned; the directory stays under
 // its limit; a copy does not fill it; a cold 4 KiB read costs one ranged
-// GET. Built into unit_tests (memory and directory buckets).
+// GET; files it cannot remove do not let the rest grow past a margin.
+// Built into unit_tests (memory and directory buckets).
 #include <filesystem>
 #include <fstream>
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -268,6 +271,61 @@ TEST(DiskChunkCache, ACountThatRanHighDoesNotLetItRestAboveItsLimit) {
     EXPECT_LE(CachedBytes(dir), limit) << "after chunk " << i;
   }
   fs::remove_all(dir);
+}
+
+// Sets or clears a file's immutable flag (which even root cannot unlink
+// past); false where the file system or the caller cannot.
+bool SetImmutable(const fs::path& p, bool on) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+  ok = ok && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// Files it cannot remove (another user's, or immutable) hold the cache
+// above its target; it then waits for writes to add a tenth of its limit
+// before it scans again, but it does scan again: what it can remove does
+// not pile up past that margin.
+TEST(DiskChunkCache, FilesItCannotRemoveDoNotLetTheRestGrowWithoutBound) {
+  const fs::path dir = fs::temp_directory_path() / ("chunkstore-disk-cache-stuck-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const uint64_t limit = 10000;
+  internal::DiskChunkCache cache(dir.string(), limit);
+  auto id = [](int i) { return internal::Sha256::Of(&i, sizeof i); };
+  const std::vector<uint8_t> stuck(950, 3), bytes(500, 9);
+  std::vector<fs::path> pinned;
+  struct Unpin {
+    std::vector<fs::path>* files;
+    fs::path dir;
+    ~Unpin() {
+      for (const fs::path& p : *files) SetImmutable(p, false);
+      fs::remove_all(dir);
+    }
+  } unpin{&pinned, dir};
+  // 9,500 bytes the cache can never remove: above its 9,000 target.
+  for (int i = 0; i < 10; ++i) {
+    cache.Put(id(i), stuck.data(), stuck.size());
+    const std::string hex = id(i).Hex();
+    const fs::path p = dir / hex.substr(0, 2) / hex;
+    if (!SetImmutable(p, true)) GTEST_SKIP() << "cannot make files immutable in " << dir;
+    pinned.push_back(p);
+  }
+  uint64_t most = 0;
+  for (int i = 100; i < 160; ++i) {
+    cache.Put(id(i), bytes.data(), bytes.size());
+    most = std::max(most, CachedBytes(dir));
+  }
+  // At most the stuck bytes, the margin and the chunk that passed it.
+  EXPECT_LE(most, 9500 + limit / 10 + bytes.size());
+  for (const fs::path& p : pinned) EXPECT_TRUE(fs::exists(p));
+  // What it can remove was removed, oldest first: the newest are kept.
+  internal::Buffer out;
+  EXPECT_TRUE(cache.Get(id(159), bytes.size(), &out));
+  EXPECT_FALSE(cache.Get(id(100), bytes.size(), &out));
 }
 
 #ifndef CHUNKSTORE_TEST_S3
