@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Store::CopyTo: only what the destination lacks, names with their
 // history, trees with what they name, resumable, and refusing damage.
+#include <cstring>
 #include <filesystem>
 
+#include "bucket/log_keys.h"
+#include "format/change_set.h"
+#include "format/manifest.h"
+#include "hash/chain.h"
+#include "hash/digest.h"
 #include "test_util.h"
 #include "tree_util.h"
 
@@ -221,6 +227,123 @@ TEST_F(CopyTest, SelectionByNamePrefixAndObject) {
   ASSERT_TRUE(sub.ok());
   ASSERT_TRUE(b->Restore(*sub, dir_ / "sub-out").ok());
   EXPECT_EQ(testing::Listing(dir_ / "sub-out"), testing::Listing(dir_ / "src/sub"));
+}
+
+// A source whose log was written by someone else (a bucket, or what an
+// http:// store is to its client): the records are input. HostileSource
+// publishes d1 and d2, then appends a record of its own making.
+class HostileSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    so_.blob_store = bucket_.get();
+    auto src = Store::Open(dir_ / "writer", so_);
+    ASSERT_TRUE(src.ok()) << src.status().ToString();
+    ASSERT_TRUE((*src)->PublishBytes(d1_.data(), d1_.size(), "d1").ok());
+    ASSERT_TRUE((*src)->PublishBytes(d2_.data(), d2_.size(), "d2").ok());
+  }
+  // Appends a record naming `name` object id, `size` bytes, with entries
+  // (and chain states, if given) as its chunk list.
+  void Forge(const std::string& name, const internal::Digest& id, uint64_t size,
+             const std::vector<internal::ManifestEntry>& entries, const std::vector<internal::ChainState>& chain = {}) {
+    auto listed = bucket_->List("log/", "");
+    ASSERT_TRUE(listed.ok() && !listed->empty());
+    const std::string newest = listed->back().key;
+    int64_t epoch = 0, seq = 0;
+    ASSERT_TRUE(internal::ParseLogKey(newest, &epoch, &seq)) << newest;
+    const std::string key = internal::IsLogKey(newest, true)
+                                ? internal::SequencedKey(epoch, seq + 1)
+                                : internal::LogKeyPrefix(epoch, seq + 1) + "-00000000000000ff";
+    internal::ChangeSet forged;
+    forged.kind = internal::ChangeSet::kPublish;
+    forged.time = 1700000000;
+    internal::ObjectRow row;
+    row.id = id;
+    row.size = size;
+    row.chunk_count = static_cast<uint32_t>(entries.size());
+    row.manifest = chain.empty() ? internal::EncodeManifest(id, size, entries)
+                                 : internal::EncodeManifest(id, size, entries, chain);
+    forged.objects.push_back(row);
+    forged.names.push_back({name, id, 0, 0});
+    const std::string bytes = internal::EncodeChangeSet(forged, "", key);
+    ASSERT_TRUE(bucket_->Put(key, bytes.data(), bytes.size()).ok());
+  }
+  std::unique_ptr<Store> Source() {
+    auto s = Store::Open(dir_ / ("reader" + std::to_string(++readers_)), so_);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  std::unique_ptr<Store> Destination() {
+    auto s = Store::Open(dir_ / "dst");
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  internal::ManifestEntry Entry(const std::vector<uint8_t>& b) {
+    return {internal::Sha256::Of(b.data(), b.size()), static_cast<uint32_t>(b.size())};
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<BlobStore> bucket_ = NewMemoryBlobStore();
+  Options so_;
+  int readers_ = 0;
+  const std::vector<uint8_t> d1_ = RandomBytes(1000, 1), d2_ = RandomBytes(1000, 2);
+  const std::vector<uint8_t> c_ = RandomBytes(2000, 3);  // the real content of the forged id
+};
+
+// An object whose chunk list names other content's chunks is refused
+// (whether the destination lacks those chunks or holds them already), and
+// the real content published there later reads back.
+TEST_F(HostileSourceTest, AChunkListOfOtherContentIsRefusedAndLeavesNoRow) {
+  const internal::Digest x = internal::Sha256::Of(c_.data(), c_.size());
+  Forge("c", x, c_.size(), {Entry(d1_), Entry(d2_)});
+  for (const bool chunks_there_first : {false, true}) {
+    SCOPED_TRACE(chunks_there_first ? "the destination holds the chunks" : "the destination lacks the chunks");
+    fs::remove_all(dir_ / "dst");
+    auto src = Source();
+    auto dst = Destination();
+    ASSERT_TRUE(src && dst);
+    if (chunks_there_first) {
+      ASSERT_TRUE(src->CopyTo(*dst, {"d1", "d2"}).ok());
+    }
+    auto r = src->CopyTo(*dst, {"c"});
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(x.ObjectId()), std::string::npos) << r.status().ToString();
+    EXPECT_TRUE(dst->Stat("c").status().IsNotFound());
+    EXPECT_TRUE(dst->Stat(x.ObjectId()).status().IsNotFound());
+    auto honest = dst->PublishBytes(c_.data(), c_.size(), "honest");
+    ASSERT_TRUE(honest.ok()) << honest.status().ToString();
+    EXPECT_EQ(honest->id, x.ObjectId());
+    auto back = testing::ReadObject(*dst, "honest");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, c_);
+    if (chunks_there_first) {
+      auto d1 = testing::ReadObject(*dst, "d1");
+      ASSERT_TRUE(d1.ok()) << d1.status().ToString();
+      EXPECT_EQ(*d1, d1_);
+    }
+  }
+}
+
+// A chunk list of the right chunks with made-up chain states: the copy
+// keeps the states it computed, so a whole read at the destination, which
+// proves the id through them, works.
+TEST_F(HostileSourceTest, ChainStatesAreComputedNotTakenFromTheSource) {
+  std::vector<uint8_t> both(d1_);
+  both.insert(both.end(), d2_.begin(), d2_.end());
+  const internal::Digest id = internal::Sha256::Of(both.data(), both.size());
+  std::vector<internal::ChainState> chain(2);
+  chain[0] = internal::ChainStart();
+  for (auto& w : chain[1].h) w = 0x5a5a5a5a;
+  chain[1].valid = true;
+  Forge("both", id, both.size(), {Entry(d1_), Entry(d2_)}, chain);
+  auto src = Source();
+  auto dst = Destination();
+  ASSERT_TRUE(src && dst);
+  auto r = src->CopyTo(*dst, {"both"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto back = testing::ReadObject(*dst, "both");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, both);
 }
 
 }  // namespace

@@ -7,21 +7,28 @@
 // tree is never committed before what it names. For each object the
 // destination lacks, its chunks the destination lacks are loaded from the
 // source (each checked against its SHA-256 by the loader) a few at a time
-// on a pool of threads and written by one publish session; its row (the
-// source's manifest, chain states included) follows its chunks. The session
+// on a pool of threads and written by one publish session. Its whole
+// content is hashed in the same pass, in order (the chunks the destination
+// holds read there, or from the source where the destination is a
+// bucket), and its row follows its chunks only once that hash is its id:
+// the source's manifest with the chain states computed here. The session
 // commits whenever it has written commit_every bytes, and a new one goes
 // on: chunks committed earlier are then found in the destination, and a
 // rerun after a failure finds them too. To an http:// store the same
 // happens through a push sink (copy_sink.h): each commit is one push
-// stream, which the server checks whole before committing it.
+// stream, which the server checks whole (ids included) before committing
+// it.
 #include <algorithm>
 #include <deque>
 #include <future>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/task_pool.h"
 #include "format/manifest.h"
 #include "format/tree.h"
+#include "hash/sha256_pair.h"
 #include "index/refs.h"
 #include "ingest/source.h"
 #include "read/reader.h"
@@ -44,6 +51,7 @@ class Copier {
     const ChunkerParams& a = src->meta.chunking;
     const ChunkerParams& b = dst->meta.chunking;
     rechunk_ = a.min_size != b.min_size || a.avg_size != b.avg_size || a.max_size != b.max_size || a.level != b.level;
+    prove_ = dst->push_url.empty();
   }
 
   // Copies id and everything it needs; pinned: kept at the destination as
@@ -83,7 +91,10 @@ class Copier {
     if (!tree) return true;
     return db->IsTree(id);
   }
-  Status Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& entries);
+  // Adds the chunks of an object the destination lacks; with prove_, also
+  // hashes its whole content against its id and puts the chain states
+  // computed here into *m.
+  Status Chunks(const ObjectRow& row, Manifest* m);
 
   Store::Impl* src_;
   Store::Impl* dst_;
@@ -96,51 +107,98 @@ class Copier {
   // it cuts, so that its own later publishes of the same content find
   // the same chunks.
   bool rechunk_ = false;
+  // The source's chunk lists are input: a copy into a store this process
+  // opened proves each object's id from its bytes before it adds its row
+  // (a server proves a push itself). An object whose list names the
+  // chunks of other content would otherwise become the destination's row
+  // for that id, and a later publish of the real content would find the
+  // id there and store nothing.
+  bool prove_ = true;
   std::unordered_set<Digest, DigestHash> done_;  // objects handled by this copy
   uint64_t objects_done_ = 0;
 };
 
-Status Copier::Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& entries) {
+Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
   const std::string oid = row.id.ObjectId();
-  // The chunks to fetch, in order; a window of loads runs ahead.
-  std::vector<std::pair<Digest, ChunkLocation>> wanted;
+  const std::vector<ManifestEntry>& entries = m->entries;
+  // Where each distinct chunk is: at the source (it must be), and at the
+  // destination if it holds it already.
+  struct Where {
+    ChunkLocation src;
+    std::optional<ChunkLocation> dst;
+    size_t last = 0;  // its last place in the object
+  };
+  std::unordered_map<Digest, Where, DigestHash> where;
+  std::vector<size_t> to_add;  // first places of the chunks the destination lacks
   {
-    std::unordered_set<Digest, DigestHash> seen;
     auto src_db = src_->index.Lock();
-    for (const ManifestEntry& e : entries) {
-      if (!seen.insert(e.id).second) continue;
-      Result<std::optional<ChunkLocation>> loc = src_db->FindChunk(e.id);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      auto [at, fresh] = where.try_emplace(entries[i].id);
+      at->second.last = i;
+      if (!fresh) continue;
+      Result<std::optional<ChunkLocation>> loc = src_db->FindChunk(entries[i].id);
       if (!loc.ok()) return loc.status();
       if (!loc->has_value())
-        return Status::Corruption("object " + oid + ": chunk " + e.id.Hex() + " is not in the source's index", oid,
-                                  e.id.Hex());
-      wanted.emplace_back(e.id, **loc);
+        return Status::Corruption("object " + oid + ": chunk " + entries[i].id.Hex() + " is not in the source's index",
+                                  oid, entries[i].id.Hex());
+      at->second.src = **loc;
     }
   }
   {
-    // What the destination has needs no fetch.
     auto dst_db = dst_->index.Lock();
-    std::vector<std::pair<Digest, ChunkLocation>> missing;
-    for (auto& w : wanted) {
-      Result<std::optional<ChunkLocation>> have = dst_db->FindChunk(w.first);
+    std::unordered_set<Digest, DigestHash> seen;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!seen.insert(entries[i].id).second) continue;
+      Result<std::optional<ChunkLocation>> have = dst_db->FindChunk(entries[i].id);
       if (!have.ok()) return have.status();
-      if (have->has_value() || sink_->Sent(w.first)) ++report_->chunks_skipped;
-      else missing.push_back(w);
+      where[entries[i].id].dst = *have;
+      if (have->has_value() || sink_->Sent(entries[i].id)) ++report_->chunks_skipped;
+      else to_add.push_back(i);
     }
-    wanted = std::move(missing);
   }
+  // Without proof (a push, which its server proves) only the chunks the
+  // destination lacks are read; with it, every place in order.
+  std::vector<size_t> places;
+  if (prove_) {
+    places.resize(entries.size());
+    for (size_t i = 0; i < places.size(); ++i) places[i] = i;
+  } else {
+    places = to_add;
+  }
+  std::unordered_set<size_t> adding(to_add.begin(), to_add.end());
+  // A chunk the destination holds is read there for the proof when the
+  // destination is on this machine, and from the source otherwise; one
+  // that comes again later stays in the loader's cache until then.
+  auto load = [this, oid, &where, &entries](size_t i, bool add) {
+    const Where& w = where.at(entries[i].id);
+    const bool again = w.last > i;
+    ChunkLoader* from = src_->loader.get();
+    ChunkLocation loc = w.src;
+    if (!add && w.dst && !dst_->blobs) {
+      from = dst_->loader.get();
+      loc = *w.dst;
+    }
+    return pool_.Submit([from, oid, id = entries[i].id, loc, again] { return from->Load(oid, id, loc, again, false); });
+  };
+  Sha256Stream hash;
+  uint64_t hashed = 0;
   const size_t window = 2 * parallel_;
   std::deque<std::future<Result<ChunkLoader::Bytes>>> inflight;
   size_t next = 0;
-  while (next < wanted.size() || !inflight.empty()) {
-    while (inflight.size() < window && next < wanted.size()) {
-      const auto& [id, loc] = wanted[next++];
-      inflight.push_back(pool_.Submit([this, oid, id = id, loc = loc] { return src_->loader->Load(oid, id, loc, false, false); }));
+  while (next < places.size() || !inflight.empty()) {
+    while (inflight.size() < window && next < places.size()) {
+      inflight.push_back(load(places[next], adding.count(places[next]) > 0));
+      ++next;
     }
-    if (Cancelled()) return Status::IOError("interrupted");
-    const size_t at = next - inflight.size();
-    Result<ChunkLoader::Bytes> bytes = inflight.front().get();
+    const size_t i = places[next - inflight.size()];
+    Result<ChunkLoader::Bytes> bytes = Cancelled() ? Result<ChunkLoader::Bytes>(Status::IOError("interrupted"))
+                                                   : inflight.front().get();
     inflight.pop_front();
+    if (bytes.ok() && (*bytes)->size() != entries[i].length)
+      bytes = Status::Corruption("object " + oid + ": chunk " + entries[i].id.Hex() + " is " +
+                                     std::to_string((*bytes)->size()) + " bytes, not the " +
+                                     std::to_string(entries[i].length) + " its chunk list says",
+                                 oid, entries[i].id.Hex());
     if (!bytes.ok()) {
       while (!inflight.empty()) {  // let the others finish before the buffers go
         inflight.front().wait();
@@ -149,7 +207,13 @@ Status Copier::Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& en
       return bytes.status();
     }
     const Buffer& b = **bytes;
-    Result<bool> written = sink_->AddChunk(wanted[at].first, b.data(), static_cast<uint32_t>(b.size()));
+    if (prove_) {
+      hash.MarkChunk();
+      hash.Update(b.data(), b.size());
+      hashed += b.size();
+    }
+    if (!adding.count(i)) continue;
+    Result<bool> written = sink_->AddChunk(entries[i].id, b.data(), static_cast<uint32_t>(b.size()));
     if (!written.ok()) return written.status();
     if (*written) {
       ++report_->chunks_sent;
@@ -158,6 +222,14 @@ Status Copier::Chunks(const ObjectRow& row, const std::vector<ManifestEntry>& en
       ++report_->chunks_skipped;
     }
   }
+  if (!prove_) return Status::OK();
+  const Digest got = hash.Finish();
+  if (hashed != row.size || got != row.id)
+    return Status::Corruption("object " + oid + ": the source's chunk list for it makes other content (sha256:" +
+                                  got.Hex() + ", " + std::to_string(hashed) + " bytes)",
+                              oid);
+  // The chain states as computed here, not as the source gave them.
+  m->chain = std::move(hash.chain());
   return Status::OK();
 }
 
@@ -228,7 +300,7 @@ Status Copier::Object(const Digest& id, bool pinned, int depth) {
     if (!m.ok()) return Status::Corruption("object " + oid + ": " + m.status().message(), oid);
     if (m->entries.size() != row.chunk_count)
       return Status::Corruption("object " + oid + ": its manifest and its row disagree on its chunks", oid);
-    if (!*have) CHUNKSTORE_RETURN_IF_ERROR(Chunks(row, m->entries));
+    if (!*have) CHUNKSTORE_RETURN_IF_ERROR(Chunks(row, &*m));
     CHUNKSTORE_RETURN_IF_ERROR(sink_->AddObject(id, row.size, *m, role));
     if (*have) ++report_->objects_present;
     else ++report_->objects_copied;
