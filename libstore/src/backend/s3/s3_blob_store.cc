@@ -16,6 +16,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <unordered_set>
 
 #include "chunkstore/env.h"
 #include "backend/s3/curl_api.h"
@@ -75,6 +76,14 @@ std::string XmlField(const std::string& body, const std::string& child) {
   return doc.ok() ? doc->ChildText(child) : std::string();
 }
 
+// The most of an answer's body kept in memory: a whole blob (a config, a
+// log record, a checkpoint; packs are read by range) or an error page.
+// Nothing this library writes comes near it; a service that sends more,
+// or says it will, is refused rather than allowed to exhaust memory.
+constexpr uint64_t kMaxBodyBytes = 1ull << 30;
+// The most keys (or uploads) one listing may return, pages included.
+constexpr size_t kMaxListed = 10'000'000;
+
 struct Request {
   std::string method = "GET";
   std::string key;  // full object key; empty for the bucket itself
@@ -91,6 +100,7 @@ struct Request {
   // Response::body.
   uint8_t* out = nullptr;
   size_t out_cap = 0;
+  uint64_t range_first = 0;  // the range's first byte (out)
 };
 
 struct Response {
@@ -100,6 +110,9 @@ struct Response {
   std::string etag;
   uint64_t content_length = 0;
   int attempts = 0;  // requests sent for this answer (more than 1: retried)
+  uint64_t seen = 0;  // body bytes of a whole-blob answer to a ranged GET
+  bool range_done = false;  // ... which had delivered the range, and was cut off
+  bool too_large = false;   // a body past kMaxBodyBytes, cut off
 };
 
 struct Transfer {
@@ -121,7 +134,28 @@ size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
     t->resp->out_len += take;
     return n;
   }
-  t->resp->body.append(data, n);
+  Response* r = t->resp;
+  if (t->req->out && code == 200) {
+    // The whole blob for a ranged GET (the service ignored the range): only
+    // the range is kept, and the transfer is cut off once it has passed.
+    const uint64_t first = t->req->range_first, end = first + t->req->out_cap;
+    const uint64_t from = std::max(first, r->seen), to = std::min(end, r->seen + n);
+    if (from < to && from == first + r->out_len) {
+      std::memcpy(t->req->out + r->out_len, data + (from - r->seen), static_cast<size_t>(to - from));
+      r->out_len += static_cast<size_t>(to - from);
+    }
+    r->seen += n;
+    if (r->seen >= end) {
+      r->range_done = true;
+      return 0;
+    }
+    return n;
+  }
+  if (r->content_length > kMaxBodyBytes || r->body.size() + n > kMaxBodyBytes) {
+    r->too_large = true;
+    return 0;
+  }
+  r->body.append(data, n);
   return n;
 }
 
@@ -271,18 +305,12 @@ class S3BlobStore final : public BlobStore {
     r.range = "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + n - 1);
     r.out = static_cast<uint8_t*>(buf);
     r.out_cap = n;
+    r.range_first = offset;
     Response resp;
     CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
     if (resp.status == 416) return Status::OK();  // offset at or past the end
-    if (resp.status == 206) {
+    if (resp.status == 206 || resp.status == 200) {  // 200: the service ignored the range (OnWrite)
       *got = resp.out_len;
-      return Status::OK();
-    }
-    if (resp.status == 200) {  // the whole blob: the service ignored the range
-      if (offset < resp.body.size()) {
-        *got = std::min<size_t>(n, resp.body.size() - offset);
-        std::memcpy(buf, resp.body.data() + offset, *got);
-      }
       return Status::OK();
     }
     return Failure(r, resp);
@@ -312,6 +340,7 @@ class S3BlobStore final : public BlobStore {
     std::vector<BlobInfo> out;
     std::string token;
     const std::string full_prefix = Full(prefix);
+    std::unordered_set<std::string> tokens;  // a page that leads back to one already read would loop
     for (;;) {
       Request r;
       r.query = {{"list-type", "2"}, {"prefix", full_prefix}};
@@ -326,7 +355,9 @@ class S3BlobStore final : public BlobStore {
         if (item.name != "Contents") continue;
         BlobInfo b;
         b.key = item.ChildText("Key");
-        if (b.key.size() < root_len()) continue;
+        // Only what was asked for: a key the service adds outside the
+        // prefix is not this store's (and callers cut the prefix off).
+        if (b.key.compare(0, full_prefix.size(), full_prefix) != 0) continue;
         b.key = b.key.substr(root_len());
         b.size = std::strtoull(item.ChildText("Size").c_str(), nullptr, 10);
         b.modified = ParseIsoTime(item.ChildText("LastModified"));
@@ -335,6 +366,10 @@ class S3BlobStore final : public BlobStore {
       if (doc->ChildText("IsTruncated") != "true") break;
       token = doc->ChildText("NextContinuationToken");
       if (token.empty()) break;
+      if (!tokens.insert(token).second || out.size() > kMaxListed)
+        return Status::IOError("listing " + Describe() + "/" + prefix +
+                               (out.size() > kMaxListed ? " passed " + std::to_string(kMaxListed) + " keys"
+                                                        : " goes round in a circle (a continuation token came twice)"));
     }
     return out;
   }
@@ -342,9 +377,11 @@ class S3BlobStore final : public BlobStore {
   Result<std::vector<UploadInfo>> ListUploads(const std::string& prefix) override {
     std::vector<UploadInfo> out;
     std::string key_marker, id_marker;
+    const std::string full_prefix = Full(prefix);
+    std::unordered_set<std::string> markers;  // as List's tokens
     for (;;) {
       Request r;
-      r.query = {{"uploads", ""}, {"prefix", Full(prefix)}};
+      r.query = {{"uploads", ""}, {"prefix", full_prefix}};
       if (!key_marker.empty()) r.query.emplace_back("key-marker", key_marker);
       if (!id_marker.empty()) r.query.emplace_back("upload-id-marker", id_marker);
       Response resp;
@@ -356,7 +393,7 @@ class S3BlobStore final : public BlobStore {
         if (item.name != "Upload") continue;
         UploadInfo u;
         u.key = item.ChildText("Key");
-        if (u.key.size() < root_len()) continue;
+        if (u.key.compare(0, full_prefix.size(), full_prefix) != 0) continue;
         u.key = u.key.substr(root_len());
         u.id = item.ChildText("UploadId");
         u.started = ParseIsoTime(item.ChildText("Initiated"));
@@ -366,6 +403,9 @@ class S3BlobStore final : public BlobStore {
       key_marker = doc->ChildText("NextKeyMarker");
       id_marker = doc->ChildText("NextUploadIdMarker");
       if (key_marker.empty() && id_marker.empty()) break;
+      if (!markers.insert(key_marker + '\n' + id_marker).second || out.size() > kMaxListed)
+        return Status::IOError("listing the uploads of " + Describe() + " goes round in a circle or passed " +
+                               std::to_string(kMaxListed));
     }
     return out;
   }
@@ -641,7 +681,10 @@ class S3BlobStore final : public BlobStore {
       requests_.fetch_add(1, std::memory_order_relaxed);
       const CURLcode rc = Api().easy_perform(h);
       Api().slist_free_all(headers);
-      if (rc != CURLE_OK) {
+      if (rc == CURLE_WRITE_ERROR && resp->too_large)
+        return Status::IOError(req.method + " " + url + ": the answer is larger than " +
+                               std::to_string(kMaxBodyBytes >> 20) + " MiB, more than any blob of a store");
+      if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && resp->range_done)) {
         last_error = Api().easy_strerror(rc);
         if (Retryable(rc)) continue;
         return Status::IOError(req.method + " " + url + ": " + last_error);
