@@ -191,6 +191,30 @@ TEST_F(CopyTest, OtherChunkingAndCodecAtTheDestinationStillDedupe) {
   EXPECT_EQ(after->chunks, before->chunks);
 }
 
+// Content whose chunks repeat (zeros cut at the largest chunk size, then
+// a pattern that comes back): each place is in the proof of the object,
+// and each distinct chunk is stored once.
+TEST_F(CopyTest, AnObjectWhoseChunksRepeatIsProvenAndStoredOnce) {
+  auto a = Open("a");
+  auto b = Open("b");
+  ASSERT_TRUE(a && b);
+  std::vector<uint8_t> d(1 << 20, 0);
+  const auto block = RandomBytes(40000, 21);
+  for (int k = 0; k < 3; ++k) d.insert(d.end(), block.begin(), block.end());
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "repeats").ok());
+  auto r = a->CopyTo(*b);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto back = testing::ReadObject(*b, "repeats");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, d);
+  auto sa = a->Stats(), sb = b->Stats();
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  EXPECT_EQ(sb->chunks, sa->chunks);
+  EXPECT_LT(r->chunks_sent, 30u);  // far fewer than the object's places
+  auto v = b->Verify();
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+}
+
 TEST_F(CopyTest, DamageAtTheSourceIsRefusedNamingTheObject) {
   {
     auto a = Open("a");

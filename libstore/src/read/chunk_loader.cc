@@ -145,8 +145,9 @@ Status CheckRecord(const File& pack, const Digest& id, const ChunkLocation& loc,
 }
 
 Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const Digest& id,
-                                            const ChunkLocation& loc, bool keep, bool disk) {
+                                            const ChunkLocation& loc, bool keep, bool disk, bool check_sha) {
   if (ChunkCache::Bytes hit = cache_.Get(id)) return hit;
+  if (!check_sha) keep = disk = false;  // unproven bytes go nowhere but to the caller
   if (disk_ && disk) {
     std::shared_ptr<Buffer> b = buffers_.Get(loc.raw_len);
     if (disk_->Get(id, loc.raw_len, b.get())) {
@@ -174,7 +175,7 @@ Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const 
     return pack.status();
   }
   std::shared_ptr<Buffer> raw = buffers_.Get(loc.raw_len);
-  Status s = CheckRecord(**pack, id, loc, false, raw.get(), true, packs_->remote());
+  Status s = CheckRecord(**pack, id, loc, false, raw.get(), check_sha, packs_->remote());
   if (s.IsCorruption()) return corrupt(s.message());
   if (s.IsNotFound()) return corrupt("its pack is missing from " + packs_->Describe());
   CHUNKSTORE_RETURN_IF_ERROR(s);

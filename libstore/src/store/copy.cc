@@ -19,6 +19,7 @@
 // stream, which the server checks whole (ids included) before committing
 // it.
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <future>
 #include <optional>
@@ -95,6 +96,20 @@ class Copier {
   // hashes its whole content against its id and puts the chain states
   // computed here into *m.
   Status Chunks(const ObjectRow& row, Manifest* m);
+  // A chunk of the object in hand, verified: into the sink if add (the
+  // destination lacks it), counted as sent or skipped.
+  Status Added(const Digest& id, bool add, const Buffer& b) {
+    if (!add) return Status::OK();
+    Result<bool> written = sink_->AddChunk(id, b.data(), static_cast<uint32_t>(b.size()));
+    if (!written.ok()) return written.status();
+    if (*written) {
+      ++report_->chunks_sent;
+      report_->bytes_sent += b.size();
+    } else {
+      ++report_->chunks_skipped;
+    }
+    return Status::OK();
+  }
 
   Store::Impl* src_;
   Store::Impl* dst_;
@@ -102,6 +117,7 @@ class Copier {
   CopyReport* report_;
   const unsigned parallel_;
   TaskPool pool_;
+  TaskPool hasher_{1};  // proofs: one object's content hashed in order
   std::unique_ptr<CopySink> sink_;
   // The destination cuts differently: objects are read whole and cut as
   // it cuts, so that its own later publishes of the same content find
@@ -167,61 +183,122 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
   }
   std::unordered_set<size_t> adding(to_add.begin(), to_add.end());
   // A chunk the destination holds is read there for the proof when the
-  // destination is on this machine, and from the source otherwise; one
-  // that comes again later stays in the loader's cache until then.
-  auto load = [this, oid, &where, &entries](size_t i, bool add) {
+  // destination is on this machine, and from the source otherwise. With
+  // proof, a load checks the record but not the SHA-256: each chunk's own
+  // hash runs in the same pass as the object's (Sha256Stream::
+  // UpdateAlongside), on a thread of its own, in order, and a chunk is
+  // added only once its hash is its id. A chunk that comes again later in
+  // the object is kept, verified, until then (up to kKeptBytes).
+  constexpr size_t kKeptBytes = 64u << 20;
+  std::unordered_map<Digest, ChunkLoader::Bytes, DigestHash> kept;
+  size_t kept_bytes = 0;
+  struct Loaded {
+    size_t place;
+    bool verified;  // kept from an earlier place
+    std::future<Result<ChunkLoader::Bytes>> bytes;
+  };
+  auto load = [this, oid, &where, &entries, &kept](size_t i, bool add) {
     const Where& w = where.at(entries[i].id);
-    const bool again = w.last > i;
+    if (auto k = kept.find(entries[i].id); k != kept.end()) {
+      std::promise<Result<ChunkLoader::Bytes>> ready;
+      ready.set_value(k->second);
+      return Loaded{i, true, ready.get_future()};
+    }
     ChunkLoader* from = src_->loader.get();
     ChunkLocation loc = w.src;
     if (!add && w.dst && !dst_->blobs) {
       from = dst_->loader.get();
       loc = *w.dst;
     }
-    return pool_.Submit([from, oid, id = entries[i].id, loc, again] { return from->Load(oid, id, loc, again, false); });
+    const bool check_sha = !prove_;
+    return Loaded{i, false, pool_.Submit([from, oid, id = entries[i].id, loc, check_sha] {
+                    return from->Load(oid, id, loc, false, false, check_sha);
+                  })};
   };
   Sha256Stream hash;
   uint64_t hashed = 0;
+  struct Hashing {
+    size_t place;
+    ChunkLoader::Bytes bytes;
+    std::future<Status> checked;
+  };
+  std::deque<Hashing> hashing;
+  std::deque<Loaded> inflight;
+  struct Drain {  // what uses the stream and the buffers ends first, whatever the way out
+    std::deque<Loaded>& loads;
+    std::deque<Hashing>& hashes;
+    ~Drain() {
+      for (auto& l : loads) l.bytes.wait();
+      for (auto& h : hashes) h.checked.wait();
+    }
+  } drain{inflight, hashing};
+  // Takes the oldest chunk whose hash is done into the sink.
+  auto settle = [&]() -> Status {
+    Hashing h = std::move(hashing.front());
+    hashing.pop_front();
+    CHUNKSTORE_RETURN_IF_ERROR(h.checked.get());
+    return Added(entries[h.place].id, adding.count(h.place) > 0, *h.bytes);
+  };
   const size_t window = 2 * parallel_;
-  std::deque<std::future<Result<ChunkLoader::Bytes>>> inflight;
   size_t next = 0;
   while (next < places.size() || !inflight.empty()) {
     while (inflight.size() < window && next < places.size()) {
       inflight.push_back(load(places[next], adding.count(places[next]) > 0));
       ++next;
     }
-    const size_t i = places[next - inflight.size()];
-    Result<ChunkLoader::Bytes> bytes = Cancelled() ? Result<ChunkLoader::Bytes>(Status::IOError("interrupted"))
-                                                   : inflight.front().get();
+    Loaded front = std::move(inflight.front());
     inflight.pop_front();
+    const size_t i = front.place;
+    Result<ChunkLoader::Bytes> bytes = Cancelled() ? Result<ChunkLoader::Bytes>(Status::IOError("interrupted"))
+                                                   : front.bytes.get();
     if (bytes.ok() && (*bytes)->size() != entries[i].length)
       bytes = Status::Corruption("object " + oid + ": chunk " + entries[i].id.Hex() + " is " +
                                      std::to_string((*bytes)->size()) + " bytes, not the " +
                                      std::to_string(entries[i].length) + " its chunk list says",
                                  oid, entries[i].id.Hex());
-    if (!bytes.ok()) {
-      while (!inflight.empty()) {  // let the others finish before the buffers go
-        inflight.front().wait();
-        inflight.pop_front();
+    if (!bytes.ok()) return bytes.status();
+    if (!prove_) {
+      CHUNKSTORE_RETURN_IF_ERROR(Added(entries[i].id, adding.count(i) > 0, **bytes));
+      continue;
+    }
+    const bool check_own = !front.verified;
+    hashing.push_back({i, *bytes,
+                       hasher_.Submit([&hash, &hashed, held = *bytes, id = entries[i].id, oid, check_own]() -> Status {
+                         const uint8_t* p = held->data();
+                         size_t left = held->size();
+                         hash.MarkChunk();
+                         Sha256Partial own;
+                         if (check_own) {
+                           own.Start(p, left);
+                           while (left > 0 && own.HasBlocks()) {
+                             const size_t used = hash.UpdateAlongside(p, left, own);
+                             p += used;
+                             left -= used;
+                           }
+                         }
+                         hash.Update(p, left);
+                         hashed += held->size();
+                         if (check_own && own.Finish() != id)
+                           return Status::Corruption("object " + oid + ": chunk " + id.Hex() +
+                                                         ": content does not match its SHA-256",
+                                                     oid, id.Hex());
+                         return Status::OK();
+                       })});
+    // What comes again stays, verified, once its hash is done.
+    while (!hashing.empty() &&
+           (hashing.size() > window ||
+            hashing.front().checked.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+      const size_t at = hashing.front().place;
+      ChunkLoader::Bytes held = hashing.front().bytes;
+      CHUNKSTORE_RETURN_IF_ERROR(settle());
+      const Where& w = where.at(entries[at].id);
+      if (w.last > at && !kept.count(entries[at].id) && kept_bytes + held->size() <= kKeptBytes) {
+        kept_bytes += held->size();
+        kept.emplace(entries[at].id, std::move(held));
       }
-      return bytes.status();
-    }
-    const Buffer& b = **bytes;
-    if (prove_) {
-      hash.MarkChunk();
-      hash.Update(b.data(), b.size());
-      hashed += b.size();
-    }
-    if (!adding.count(i)) continue;
-    Result<bool> written = sink_->AddChunk(entries[i].id, b.data(), static_cast<uint32_t>(b.size()));
-    if (!written.ok()) return written.status();
-    if (*written) {
-      ++report_->chunks_sent;
-      report_->bytes_sent += b.size();
-    } else {
-      ++report_->chunks_skipped;
     }
   }
+  while (!hashing.empty()) CHUNKSTORE_RETURN_IF_ERROR(settle());
   if (!prove_) return Status::OK();
   const Digest got = hash.Finish();
   if (hashed != row.size || got != row.id)
