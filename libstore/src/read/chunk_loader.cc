@@ -148,6 +148,12 @@ Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const 
                                             const ChunkLocation& loc, bool keep, bool disk, bool check_sha) {
   if (ChunkCache::Bytes hit = cache_.Get(id)) return hit;
   if (!check_sha) keep = disk = false;  // unproven bytes go nowhere but to the caller
+  // Before any buffer is sized by them: a location comes from the log,
+  // which is input.
+  if (loc.raw_len > kMaxRecordLength || loc.stored_len > kMaxRecordLength)
+    return Status::Corruption("object " + object_id + ": chunk " + id.Hex() + ": the index records impossible lengths (" +
+                                  std::to_string(loc.stored_len) + " stored, " + std::to_string(loc.raw_len) + ")",
+                              object_id, id.Hex());
   if (disk_ && disk) {
     std::shared_ptr<Buffer> b = buffers_.Get(loc.raw_len);
     if (disk_->Get(id, loc.raw_len, b.get())) {
@@ -198,6 +204,10 @@ void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const 
       // Reads and checks chunk k just before it is hashed, while its bytes
       // are still in cache; one that cannot be is settled at once.
       [&](size_t k, Sha256Partial& lane) {
+        if (locs[k].raw_len > kMaxRecordLength || locs[k].stored_len > kMaxRecordLength) {
+          done(k, nullptr, none);  // Load says what is wrong
+          return false;
+        }
         if (disk && !cache_.Get(ids[k])) {
           raw[k] = buffers_.Get(locs[k].raw_len);
           if (disk->Get(ids[k], locs[k].raw_len, raw[k].get())) {
