@@ -5,7 +5,8 @@
 // already read ends in an error rather than running forever, a body
 // larger than any blob of a store is refused before it is taken in, and a
 // ranged GET answered with the whole blob keeps only the range and stops
-// the transfer once it has it. Built into unit_tests.
+// the transfer once it has it; an answer that trickles in is given up.
+// Built into unit_tests.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -107,6 +108,31 @@ TEST(S3Hostile, ARangedGetAnsweredWithTheWholeBlobKeepsOnlyTheRange) {
   const std::vector<size_t> sent = server.sent();
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_LT(sent[0], whole.size() / 2) << "the first transfer was not cut off";
+}
+
+// A service that keeps a request alive with a byte now and then: below
+// 1 KiB/s for the stall timeout, the request is given up (and retried).
+TEST(S3Hostile, AnAnswerThatTricklesInIsGivenUp) {
+  const std::string body(400, 'c');
+  const std::string raw = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ScriptedServer server({{200, "", raw, 100}, {200, "", raw, 100}, {200, "", raw, 100}});
+  S3Options o;
+  o.endpoint = "http://127.0.0.1:" + std::to_string(server.port());
+  o.region = "us-east-1";
+  o.access_key = "AKIDEXAMPLE";
+  o.secret_key = "secret";
+  o.max_attempts = 2;
+  o.stall_timeout_ms = 1000;
+  ASSERT_GT(server.port(), 0);
+  ::setenv("NO_PROXY", "127.0.0.1", 1);
+  auto s = NewS3BlobStore(S3Location{"bucket", "p"}, o, false);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const auto start = std::chrono::steady_clock::now();
+  auto got = (*s)->Get("config");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // At 80 bytes a second the body would take 5 s an attempt.
+  EXPECT_FALSE(got.ok()) << "took " << secs << " s";
+  EXPECT_EQ(server.requests().size(), 2u);
 }
 
 }  // namespace

@@ -13,8 +13,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -30,6 +32,7 @@ struct Answer {
   int status;
   std::string body;
   std::string raw = {};  // when set, sent as it is instead (headers and all)
+  int drip_ms = 0;       // when set, the answer goes out 8 bytes at a time, this far apart
 };
 
 // Answers one request per connection, in order, from a script; records
@@ -109,7 +112,9 @@ class ScriptedServer {
                                                    a.body;
       size_t sent = 0;
       while (sent < out.size()) {
-        const ssize_t n = ::send(c, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+        if (a.drip_ms > 0 && sent > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.drip_ms));
+        const size_t piece = a.drip_ms > 0 ? std::min<size_t>(8, out.size() - sent) : out.size() - sent;
+        const ssize_t n = ::send(c, out.data() + sent, piece, MSG_NOSIGNAL);
         if (n <= 0) break;
         sent += static_cast<size_t>(n);
       }

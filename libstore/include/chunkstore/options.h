@@ -42,8 +42,8 @@ struct S3Options {
   // Tries of one request on timeouts, 5xx answers and dropped connections,
   // with exponential backoff from 200 ms (default 6: about 6 s in all).
   int max_attempts = 6;
-  // A request that moves no byte for this long fails and is retried
-  // (default 30 s).
+  // A request that moves less than 1 KiB a second for this long fails and
+  // is retried (default 30 s).
   int stall_timeout_ms = 30000;
 };
 

@@ -656,7 +656,9 @@ class S3BlobStore final : public BlobStore {
       Api().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
       Api().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
       if (!opts_.ca_bundle.empty()) Api().easy_setopt(h, CURLOPT_CAINFO, opts_.ca_bundle.c_str());
-      Api().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      // Under 1 KiB/s for the stall timeout is a stall: a service that
+      // sends a byte now and then must not hold a request for ever.
+      Api().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
       Api().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(opts_.stall_timeout_ms / 1000)));
       Api().easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
       Api().easy_setopt(h, CURLOPT_WRITEDATA, &t);
