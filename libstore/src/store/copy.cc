@@ -195,6 +195,7 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
   struct Loaded {
     size_t place;
     bool verified;  // kept from an earlier place
+    bool at_dst;    // read from the destination
     std::future<Result<ChunkLoader::Bytes>> bytes;
   };
   auto load = [this, oid, &where, &entries, &kept](size_t i, bool add) {
@@ -202,16 +203,17 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
     if (auto k = kept.find(entries[i].id); k != kept.end()) {
       std::promise<Result<ChunkLoader::Bytes>> ready;
       ready.set_value(k->second);
-      return Loaded{i, true, ready.get_future()};
+      return Loaded{i, true, false, ready.get_future()};
     }
     ChunkLoader* from = src_->loader.get();
     ChunkLocation loc = w.src;
-    if (!add && w.dst && !dst_->blobs) {
+    const bool at_dst = !add && w.dst && !dst_->blobs;
+    if (at_dst) {
       from = dst_->loader.get();
       loc = *w.dst;
     }
     const bool check_sha = !prove_;
-    return Loaded{i, false, pool_.Submit([from, oid, id = entries[i].id, loc, check_sha] {
+    return Loaded{i, false, at_dst, pool_.Submit([from, oid, id = entries[i].id, loc, check_sha] {
                     return from->Load(oid, id, loc, false, false, check_sha);
                   })};
   };
@@ -249,8 +251,11 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
     Loaded front = std::move(inflight.front());
     inflight.pop_front();
     const size_t i = front.place;
-    Result<ChunkLoader::Bytes> bytes = Cancelled() ? Result<ChunkLoader::Bytes>(Status::IOError("interrupted"))
-                                                   : front.bytes.get();
+    if (Cancelled()) {
+      front.bytes.wait();  // its buffer goes with it
+      return Status::IOError("interrupted");
+    }
+    Result<ChunkLoader::Bytes> bytes = front.bytes.get();
     if (bytes.ok() && (*bytes)->size() != entries[i].length)
       bytes = Status::Corruption("object " + oid + ": chunk " + entries[i].id.Hex() + " is " +
                                      std::to_string((*bytes)->size()) + " bytes, not the " +
@@ -262,8 +267,10 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
       continue;
     }
     const bool check_own = !front.verified;
+    const char* where_read = front.at_dst ? "the destination's copy" : "the source's copy";
     hashing.push_back({i, *bytes,
-                       hasher_.Submit([&hash, &hashed, held = *bytes, id = entries[i].id, oid, check_own]() -> Status {
+                       hasher_.Submit([&hash, &hashed, held = *bytes, id = entries[i].id, oid, check_own,
+                                       where_read]() -> Status {
                          const uint8_t* p = held->data();
                          size_t left = held->size();
                          hash.MarkChunk();
@@ -279,8 +286,8 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
                          hash.Update(p, left);
                          hashed += held->size();
                          if (check_own && own.Finish() != id)
-                           return Status::Corruption("object " + oid + ": chunk " + id.Hex() +
-                                                         ": content does not match its SHA-256",
+                           return Status::Corruption("object " + oid + ": chunk " + id.Hex() + ": " +
+                                                         where_read + " does not match its SHA-256",
                                                      oid, id.Hex());
                          return Status::OK();
                        })});

@@ -7,6 +7,8 @@
 // threads at once.
 #include "backend/s3/s3_blob_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -77,10 +79,19 @@ std::string XmlField(const std::string& body, const std::string& child) {
 }
 
 // The most of an answer's body kept in memory: a whole blob (a config, a
-// log record, a checkpoint; packs are read by range) or an error page.
-// Nothing this library writes comes near it; a service that sends more,
-// or says it will, is refused rather than allowed to exhaust memory.
-constexpr uint64_t kMaxBodyBytes = 1ull << 30;
+// log record, a checkpoint; packs are read by range) or an error page:
+// half this machine's memory, at least 1 GiB and at most 16 GiB. A
+// checkpoint holds a whole store's state (about 130 bytes a chunk), so a
+// larger one could not be taken in here anyway; a service that sends
+// more, or says it will, is refused rather than allowed to exhaust memory.
+uint64_t MaxBodyBytes() {
+  static const uint64_t max = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    const uint64_t half = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 2 : 0;
+    return std::clamp<uint64_t>(half, 1ull << 30, 16ull << 30);
+  }();
+  return max;
+}
 // The most keys (or uploads) one listing may return, pages included.
 constexpr size_t kMaxListed = 10'000'000;
 
@@ -112,7 +123,7 @@ struct Response {
   int attempts = 0;  // requests sent for this answer (more than 1: retried)
   uint64_t seen = 0;  // body bytes of a whole-blob answer to a ranged GET
   bool range_done = false;  // ... which had delivered the range, and was cut off
-  bool too_large = false;   // a body past kMaxBodyBytes, cut off
+  bool too_large = false;   // a body past MaxBodyBytes(), cut off
 };
 
 struct Transfer {
@@ -132,6 +143,10 @@ size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
     const size_t take = std::min(room, n);
     std::memcpy(t->req->out + t->resp->out_len, data, take);
     t->resp->out_len += take;
+    if (take < n) {  // more than the range asked for: what is needed is here
+      t->resp->range_done = true;
+      return 0;
+    }
     return n;
   }
   Response* r = t->resp;
@@ -151,7 +166,7 @@ size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
     }
     return n;
   }
-  if (r->content_length > kMaxBodyBytes || r->body.size() + n > kMaxBodyBytes) {
+  if (r->content_length > MaxBodyBytes() || r->body.size() + n > MaxBodyBytes()) {
     r->too_large = true;
     return 0;
   }
@@ -657,8 +672,10 @@ class S3BlobStore final : public BlobStore {
       Api().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
       if (!opts_.ca_bundle.empty()) Api().easy_setopt(h, CURLOPT_CAINFO, opts_.ca_bundle.c_str());
       // Under 1 KiB/s for the stall timeout is a stall: a service that
-      // sends a byte now and then must not hold a request for ever.
-      Api().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+      // sends a byte now and then must not hold a request for ever. Not
+      // for a POST (completing a multipart upload), which a service may
+      // keep alive with a space now and then while it assembles the parts.
+      Api().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, req.method == "POST" ? 1L : 1024L);
       Api().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(opts_.stall_timeout_ms / 1000)));
       Api().easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
       Api().easy_setopt(h, CURLOPT_WRITEDATA, &t);
@@ -685,7 +702,7 @@ class S3BlobStore final : public BlobStore {
       Api().slist_free_all(headers);
       if (rc == CURLE_WRITE_ERROR && resp->too_large)
         return Status::IOError(req.method + " " + url + ": the answer is larger than " +
-                               std::to_string(kMaxBodyBytes >> 20) + " MiB, more than any blob of a store");
+                               std::to_string(MaxBodyBytes() >> 20) + " MiB, more than this machine could take in");
       if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && resp->range_done)) {
         last_error = Api().easy_strerror(rc);
         if (Retryable(rc)) continue;
