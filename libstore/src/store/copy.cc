@@ -380,12 +380,30 @@ Status Copier::Object(const Digest& id, bool pinned, int depth) {
     report_->bytes_sent += row.size;
     ++report_->objects_copied;
   } else {
-    Result<Manifest> m = DecodeManifestWithChain(id, row.size, row.manifest.data(), row.manifest.size());
+    // An object the destination has, copied to be pinned there: only the
+    // pin is new, and the destination's own row goes with it, never the
+    // source's unproven chunk list.
+    ObjectRow use = row;
+    if (*have && prove_) {
+      auto db = dst_->index.Lock();
+      Result<ObjectRow> mine = LoadObject(*db, id);
+      if (!mine.ok()) return mine.status();
+      use = std::move(*mine);
+    }
+    if (IsInline(use.size, use.chunk_count)) {
+      CHUNKSTORE_RETURN_IF_ERROR(CheckInline(id, use.size, use.manifest));
+      CHUNKSTORE_RETURN_IF_ERROR(sink_->AddWhole(id, use.manifest, role));
+      ++report_->objects_present;
+      ++objects_done_;
+      if (o_.progress) o_.progress(report_->bytes_sent, objects_done_);
+      return MaybeCommit();
+    }
+    Result<Manifest> m = DecodeManifestWithChain(id, use.size, use.manifest.data(), use.manifest.size());
     if (!m.ok()) return Status::Corruption("object " + oid + ": " + m.status().message(), oid);
-    if (m->entries.size() != row.chunk_count)
+    if (m->entries.size() != use.chunk_count)
       return Status::Corruption("object " + oid + ": its manifest and its row disagree on its chunks", oid);
     if (!*have) CHUNKSTORE_RETURN_IF_ERROR(Chunks(row, &*m));
-    CHUNKSTORE_RETURN_IF_ERROR(sink_->AddObject(id, row.size, *m, role));
+    CHUNKSTORE_RETURN_IF_ERROR(sink_->AddObject(id, use.size, *m, role));
     if (*have) ++report_->objects_present;
     else ++report_->objects_copied;
   }
