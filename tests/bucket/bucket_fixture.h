@@ -39,7 +39,13 @@ class FaultyBlobStore final : public BlobStore {
   int mutations() const { return mutations_; }
   // Makes every pack upload take at least `ms` and records how many ran
   // at once.
-  void SlowPackUploads(int ms) { pack_upload_ms_ = ms; }
+  // Each pack upload takes at least ms; with gather, the first ones also
+  // wait (up to 5 s) until gather of them run at once, so that a test of
+  // how many overlap does not depend on how fast this machine ingests.
+  void SlowPackUploads(int ms, int gather = 0) {
+    pack_upload_ms_ = ms;
+    pack_upload_gather_ = gather;
+  }
   int most_pack_uploads_at_once() const { return most_at_once_; }
 
   // The next PUT of a log record waits, once WaitUntilHeld has seen it
@@ -104,6 +110,9 @@ class FaultyBlobStore final : public BlobStore {
     const int now = ++pack_uploads_;
     for (int seen = most_at_once_; now > seen && !most_at_once_.compare_exchange_weak(seen, now);) {
     }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (most_at_once_ < pack_upload_gather_ && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(pack_upload_ms_));
     Status s = t_->PutFile(key, file, size);
     --pack_uploads_;
@@ -206,7 +215,7 @@ class FaultyBlobStore final : public BlobStore {
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
   bool hold_armed_ = false, held_ = false, released_ = false;
-  std::atomic<int> pack_upload_ms_{0}, pack_uploads_{0}, most_at_once_{0};
+  std::atomic<int> pack_upload_ms_{0}, pack_upload_gather_{0}, pack_uploads_{0}, most_at_once_{0};
   std::atomic<bool> conditional_{true}, ignore_conditions_{false};
 };
 

@@ -102,7 +102,7 @@ TEST_P(BucketTest, TheBlobStoreKeepsItsContract) {
 TEST_P(BucketTest, PackUploadsOverlapButNeverMoreThanThreeRunAtOnce) {
   auto store = OpenMachine(dir_ / "a");
   ASSERT_TRUE(store);
-  faulty_->SlowPackUploads(40);
+  faulty_->SlowPackUploads(40, 3);
   const auto data = RandomBytes(3 << 20, 9);
   auto pub = store->PublishBytes(data.data(), data.size(), "big");
   ASSERT_TRUE(pub.ok()) << pub.status().ToString();
