@@ -100,11 +100,11 @@ class ChunkLoader {
   // keep: whether the chunk goes into the cache. disk: whether it may come
   // from the disk cache, and go into it when fetched over the network
   // (ReadSource::disk_cache). check_sha false: the record is checked
-  // (header, index, xxHash64 where it has one) but not the SHA-256 of its
-  // content, which the caller must check before it trusts a byte (a copy
-  // hashes each chunk in the same pass as its object); such bytes never
-  // enter a cache, and keep and disk are ignored. A cache hit is verified
-  // bytes either way.
+  // (its header against the index; a compressed record's xxHash64 before
+  // it is decoded) but not the SHA-256 of its content, which the caller
+  // must check before it trusts a byte (a copy hashes each chunk in the
+  // same pass as its object); such bytes never enter a cache, and keep
+  // and disk are ignored. A cache hit is verified bytes either way.
   Result<Bytes> Load(const std::string& object_id, const Digest& chunk_id, const ChunkLocation& loc,
                      bool keep = true, bool disk = true, bool check_sha = true);
   // How a chunk read in a group is proven when it is read as part of a
