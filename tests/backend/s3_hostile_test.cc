@@ -116,19 +116,10 @@ TEST(S3Hostile, AnAnswerThatTricklesInIsGivenUp) {
   const std::string body(400, 'c');
   const std::string raw = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   ScriptedServer server({{200, "", raw, 100}, {200, "", raw, 100}, {200, "", raw, 100}});
-  S3Options o;
-  o.endpoint = "http://127.0.0.1:" + std::to_string(server.port());
-  o.region = "us-east-1";
-  o.access_key = "AKIDEXAMPLE";
-  o.secret_key = "secret";
-  o.max_attempts = 2;
-  o.stall_timeout_ms = 1000;
-  ASSERT_GT(server.port(), 0);
-  ::setenv("NO_PROXY", "127.0.0.1", 1);
-  auto s = NewS3BlobStore(S3Location{"bucket", "p"}, o, false);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto s = StoreAt(server, 2, 1000);
+  ASSERT_TRUE(s);
   const auto start = std::chrono::steady_clock::now();
-  auto got = (*s)->Get("config");
+  auto got = s->Get("config");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // At 80 bytes a second the body would take 5 s an attempt.
   EXPECT_FALSE(got.ok()) << "took " << secs << " s";

@@ -137,7 +137,8 @@ class ScriptedServer {
   std::thread thread_;
 };
 
-inline std::unique_ptr<BlobStore> StoreAt(const ScriptedServer& server) {
+inline std::unique_ptr<BlobStore> StoreAt(const ScriptedServer& server, int max_attempts = 3,
+                                          int stall_timeout_ms = 5000) {
   EXPECT_GT(server.port(), 0) << "the scripted server could not listen";
   if (server.port() <= 0) return nullptr;
   ::setenv("NO_PROXY", "127.0.0.1", 1);  // straight to it, whatever proxy the environment names
@@ -146,8 +147,8 @@ inline std::unique_ptr<BlobStore> StoreAt(const ScriptedServer& server) {
   o.region = "us-east-1";
   o.access_key = "AKIDEXAMPLE";
   o.secret_key = "secret";
-  o.max_attempts = 3;
-  o.stall_timeout_ms = 5000;
+  o.max_attempts = max_attempts;
+  o.stall_timeout_ms = stall_timeout_ms;
   auto s = NewS3BlobStore(S3Location{"bucket", "p"}, o, false);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(*s) : nullptr;

@@ -272,14 +272,6 @@ class HostileSourceTest : public ::testing::Test {
   // (and chain states, if given) as its chunk list.
   void Forge(const std::string& name, const internal::Digest& id, uint64_t size,
              const std::vector<internal::ManifestEntry>& entries, const std::vector<internal::ChainState>& chain = {}) {
-    auto listed = bucket_->List("log/", "");
-    ASSERT_TRUE(listed.ok() && !listed->empty());
-    const std::string newest = listed->back().key;
-    int64_t epoch = 0, seq = 0;
-    ASSERT_TRUE(internal::ParseLogKey(newest, &epoch, &seq)) << newest;
-    const std::string key = internal::IsLogKey(newest, true)
-                                ? internal::SequencedKey(epoch, seq + 1)
-                                : internal::LogKeyPrefix(epoch, seq + 1) + "-00000000000000ff";
     internal::ChangeSet forged;
     forged.kind = internal::ChangeSet::kPublish;
     forged.time = 1700000000;
@@ -291,7 +283,19 @@ class HostileSourceTest : public ::testing::Test {
                                  : internal::EncodeManifest(id, size, entries, chain);
     forged.objects.push_back(row);
     forged.names.push_back({name, id, 0, 0});
-    const std::string bytes = internal::EncodeChangeSet(forged, "", key);
+    Append(forged);
+  }
+  // Writes change as the log's next record.
+  void Append(const internal::ChangeSet& change) {
+    auto listed = bucket_->List("log/", "");
+    ASSERT_TRUE(listed.ok() && !listed->empty());
+    const std::string newest = listed->back().key;
+    int64_t epoch = 0, seq = 0;
+    ASSERT_TRUE(internal::ParseLogKey(newest, &epoch, &seq)) << newest;
+    const std::string key = internal::IsLogKey(newest, true)
+                                ? internal::SequencedKey(epoch, seq + 1)
+                                : internal::LogKeyPrefix(epoch, seq + 1) + "-00000000000000ff";
+    const std::string bytes = internal::EncodeChangeSet(change, "", key);
     ASSERT_TRUE(bucket_->Put(key, bytes.data(), bytes.size()).ok());
   }
   std::unique_ptr<Store> Source() {
@@ -384,14 +388,6 @@ TEST_F(HostileSourceTest, AChunkWhoseBytesAreNotItsIdIsRefused) {
   content.insert(content.end(), c.begin(), c.end());
   const internal::Digest o = internal::Sha256::Of(content.data(), content.size());
   {
-    auto listed = bucket_->List("log/", "");
-    ASSERT_TRUE(listed.ok() && !listed->empty());
-    const std::string newest = listed->back().key;
-    int64_t epoch = 0, seq = 0;
-    ASSERT_TRUE(internal::ParseLogKey(newest, &epoch, &seq)) << newest;
-    const std::string key = internal::IsLogKey(newest, true)
-                                ? internal::SequencedKey(epoch, seq + 1)
-                                : internal::LogKeyPrefix(epoch, seq + 1) + "-00000000000000ff";
     internal::ChangeSet forged;
     forged.kind = internal::ChangeSet::kPublish;
     forged.time = 1700000000;
@@ -404,8 +400,8 @@ TEST_F(HostileSourceTest, AChunkWhoseBytesAreNotItsIdIsRefused) {
     row.manifest = internal::EncodeManifest(o, content.size(), {{x, 5000}, {cid, 3000}});
     forged.objects.push_back(row);
     forged.names.push_back({"poison", o, 0, 0});
-    const std::string bytes = internal::EncodeChangeSet(forged, "", key);
-    ASSERT_TRUE(bucket_->Put(key, bytes.data(), bytes.size()).ok());
+    Append(forged);
+    if (HasFatalFailure()) return;
   }
   auto src = Source();
   auto dst = Destination();
