@@ -354,6 +354,62 @@ int CmdRepairQuarantine(const Globals& g, const std::string& key) {
   return kOk;
 }
 
+int CmdRepairChunks(const Globals& g, const std::string& from) {
+  if (from.empty()) return Fail(Status::InvalidArgument("repair chunks needs --from"), kUsage);
+  OPEN_OR_FAIL(store, Access::kWrite);
+  Globals gs = g;
+  gs.store_dir = from;
+  gs.secret_file.clear();  // a secret signs what is written: only the store repaired is
+  auto src = OpenStore(gs, Access::kRead);
+  if (!src.ok()) return FailOpen(src.status());
+  chunkstore::RepairOptions o;
+  std::unique_ptr<Progress> progress = MakeProgress(WantProgress(g.progress, g.quiet), 0, 0, "check", "objects");
+  if (progress) o.progress = [p = progress.get()](uint64_t bytes, uint64_t n) { p->Update(bytes, n); };
+  auto r = store.RepairChunks(**src, o);
+  progress.reset();
+  if (!r.ok()) return Fail(r.status());
+  const bool left = !r->unrepaired.empty() || r->other_problems > 0;
+  if (g.json) {
+    Json j;
+    j.BeginObject().Key("store").Str(store.dir()).Key("from").Str((*src)->dir());
+    j.Key("damaged").Num(r->damaged).Key("repaired").BeginArray();
+    for (const auto& id : r->repaired) j.Str(id);
+    j.EndArray().Key("unrepaired").BeginArray();
+    for (const auto& u : r->unrepaired) {
+      j.BeginObject().Key("chunk").Str(u.chunk_id).Key("reason").Str(u.reason).Key("objects").BeginArray();
+      for (const auto& o : u.objects) j.Str(o);
+      j.EndArray().EndObject();
+    }
+    j.EndArray().Key("bytes_written").Num(r->bytes_written).Key("packs").BeginArray();
+    for (const auto& p : r->packs) j.Str(p);
+    j.EndArray().Key("other_problems").Num(r->other_problems).EndObject();
+    Print(j.str() + "\n");
+    return left ? kIntegrity : kOk;
+  }
+  std::string out;
+  for (const auto& id : r->repaired) out += "repaired chunk " + id + "\n";
+  for (const auto& u : r->unrepaired) {
+    out += "NOT repaired: chunk " + u.chunk_id + ": " + Printable(u.reason);
+    if (!u.objects.empty()) {
+      out += " (needed by " + u.objects[0];
+      if (u.objects.size() > 1) out += " and " + std::to_string(u.objects.size() - 1) + " more";
+      out += ")";
+    }
+    out += "\n";
+  }
+  if (!g.quiet || left) {
+    out += std::to_string(r->damaged) + " damaged chunks, " + std::to_string(r->repaired.size()) + " repaired (" +
+           HumanSize(r->bytes_written) + " written), " + std::to_string(r->unrepaired.size()) + " not repaired\n";
+    if (r->other_problems > 0)
+      out += std::to_string(r->other_problems) +
+             " other problems are not chunk copies, and repair does not mend them: run verify to list them\n";
+    else if (!r->repaired.empty())
+      out += "the damaged records are garbage now; gc reclaims their space\n";
+  }
+  Print(out);
+  return left ? kIntegrity : kOk;
+}
+
 int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params) {
   Status v = params.Validate();
   if (!v.ok()) return Fail(v, kUsage);

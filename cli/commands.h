@@ -79,6 +79,7 @@ int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick
 int CmdStats(const Globals& g);
 int CmdIndexRebuild(const Globals& g);
 int CmdRepairQuarantine(const Globals& g, const std::string& key);
+int CmdRepairChunks(const Globals& g, const std::string& from);
 int CmdChunks(const Globals& g, const std::string& path, const chunkstore::ChunkerParams& params);
 
 }  // namespace cli

@@ -227,13 +227,22 @@ int main(int argc, char** argv) {
   auto* rebuild = index->add_subcommand("rebuild", "Recreate the index from the store's change log");
   rebuild->footer("\nExamples:\n  chunkstore index rebuild\n");
 
-  auto* repair = app.add_subcommand("repair", "Repair a damaged store (bucket stores)");
+  auto* repair = app.add_subcommand("repair", "Repair a damaged store");
   repair->require_subcommand(1);
   std::string record;
   auto* quarantine = repair->add_subcommand(
       "quarantine", "Move a damaged log record out of a bucket's log, losing only its change");
   quarantine->footer("\nExamples:\n  chunkstore --store s3://bucket/models repair quarantine log/0000000003-1764633600000-9f2c4e1a7b3d5f60\n");
   quarantine->add_option("key", record, "The record's key (log/...), as the error names it")->required()->option_text("KEY");
+  std::string repair_from;
+  auto* repair_chunks = repair->add_subcommand(
+      "chunks", "Write damaged or missing chunks again from another store's verified copies");
+  repair_chunks->footer(
+      "\nExamples:\n  chunkstore repair chunks --from /mnt/backup/store\n"
+      "  chunkstore --store s3://bucket/models repair chunks --from /srv/replica\n");
+  repair_chunks->add_option("--from", repair_from, "A store holding good copies (a replica, a backup)")
+      ->option_text("DIR|URL")
+      ->required();
 
   // For the build: man pages and completion scripts from this very app.
   if (argc >= 3 && std::string(argv[1]) == "--generate") {
@@ -311,6 +320,7 @@ int main(int argc, char** argv) {
     if (*chunks) return CmdChunks(g, path, params);
     if (*rebuild) return CmdIndexRebuild(g);
     if (*quarantine) return CmdRepairQuarantine(g, record);
+    if (*repair_chunks) return CmdRepairChunks(g, repair_from);
     return static_cast<int>(kUsage);
   }();
   return FinishOutput(code);

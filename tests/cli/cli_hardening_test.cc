@@ -427,5 +427,48 @@ TEST_F(Cli, AStoreThatCannotBeWrittenCanStillBeRead) {
   }
 }
 
+// A damaged chunk is mended from a replica; a source without it is named
+// in a line that says what could not be mended and which object needs it.
+TEST_F(Cli, RepairChunksMendsFromAReplicaAndSaysWhatItCouldNot) {
+  const auto data = RandomBytes(6u << 20, 21);
+  const std::string f = Write("f", data);
+  const std::string id = IdLine(Cs({"publish", f}).out);
+  const std::string replica = dir_ / "replica", other = dir_ / "other";
+  ASSERT_EQ(Exec({"--store", replica, "publish", f}).code, 0);
+  ASSERT_EQ(Exec({"--store", other, "publish", Write("g", RandomBytes(1000, 22))}).code, 0);
+  Outcome chunks = Exec({"chunks", f});
+  const uint64_t first_len = std::stoull(chunks.out.substr(chunks.out.find(' ') + 1));
+  const std::string second = chunks.out.substr(chunks.out.find('\n') + 1);
+  const std::string second_id = second.substr(second.rfind(' ', second.find('\n')) + 1, 64);
+  std::string pack;
+  for (auto& e : fs::directory_iterator(store() + "/packs")) pack = e.path();
+  {
+    std::fstream p(pack, std::ios::in | std::ios::out | std::ios::binary);
+    p.seekp(static_cast<std::streamoff>(16 + 64 + first_len + 64 + 100));
+    p.put('\x5a');
+  }
+  ASSERT_EQ(Cs({"verify"}).code, 4);
+
+  Outcome r = Cs({"repair", "chunks", "--from", other});
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.out.find("NOT repaired: chunk " + second_id + ": the source does not have it (needed by " + id + ")"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 damaged chunks, 0 repaired"), std::string::npos) << r.out;
+
+  r = Cs({"--json", "repair", "chunks", "--from", replica});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["damaged"], 1);
+  EXPECT_EQ(j["repaired"], nlohmann::json::array({second_id}));
+  EXPECT_TRUE(j["unrepaired"].empty());
+  EXPECT_EQ(Cs({"verify"}).code, 0);
+  r = Cs({"cat", id});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out == std::string(data.begin(), data.end()));
+
+  EXPECT_EQ(Cs({"repair", "chunks"}).code, 2);  // --from is required
+}
+
 }  // namespace
 }  // namespace chunkstore

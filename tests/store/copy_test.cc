@@ -298,6 +298,19 @@ class HostileSourceTest : public ::testing::Test {
     const std::string bytes = internal::EncodeChangeSet(change, "", key);
     ASSERT_TRUE(bucket_->Put(key, bytes.data(), bytes.size()).ok());
   }
+  // Names d1 and d2 as one object, their real content's id, with chain
+  // states made up; returns that content.
+  std::vector<uint8_t> ForgeMadeUpChainStates(const std::string& name) {
+    std::vector<uint8_t> both(d1_);
+    both.insert(both.end(), d2_.begin(), d2_.end());
+    const internal::Digest id = internal::Sha256::Of(both.data(), both.size());
+    std::vector<internal::ChainState> chain(2);
+    chain[0] = internal::ChainStart();
+    for (auto& w : chain[1].h) w = 0x5a5a5a5a;
+    chain[1].valid = true;
+    Forge(name, id, both.size(), {Entry(d1_), Entry(d2_)}, chain);
+    return both;
+  }
   std::unique_ptr<Store> Source() {
     auto s = Store::Open(dir_ / ("reader" + std::to_string(++readers_)), so_);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -425,14 +438,7 @@ TEST_F(HostileSourceTest, AChunkWhoseBytesAreNotItsIdIsRefused) {
 // keeps the states it computed, so a whole read at the destination, which
 // proves the id through them, works.
 TEST_F(HostileSourceTest, ChainStatesAreComputedNotTakenFromTheSource) {
-  std::vector<uint8_t> both(d1_);
-  both.insert(both.end(), d2_.begin(), d2_.end());
-  const internal::Digest id = internal::Sha256::Of(both.data(), both.size());
-  std::vector<internal::ChainState> chain(2);
-  chain[0] = internal::ChainStart();
-  for (auto& w : chain[1].h) w = 0x5a5a5a5a;
-  chain[1].valid = true;
-  Forge("both", id, both.size(), {Entry(d1_), Entry(d2_)}, chain);
+  const std::vector<uint8_t> both = ForgeMadeUpChainStates("both");
   auto src = Source();
   auto dst = Destination();
   ASSERT_TRUE(src && dst);
@@ -441,6 +447,32 @@ TEST_F(HostileSourceTest, ChainStatesAreComputedNotTakenFromTheSource) {
   auto back = testing::ReadObject(*dst, "both");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, both);
+}
+
+// The same forged chunk list in the store being repaired: every chunk
+// record is sound and only the chunk list is wrong, which no chunk copy
+// mends, so repair writes nothing and counts the damage for verify.
+TEST_F(HostileSourceTest, RepairLeavesSoundChunksOfAForgedChunkListAlone) {
+  ForgeMadeUpChainStates("both");
+  auto damaged = Source();
+  auto replica = Destination();
+  ASSERT_TRUE(damaged && replica);
+  ASSERT_TRUE(replica->PublishBytes(d1_.data(), d1_.size(), "d1").ok());
+  ASSERT_TRUE(replica->PublishBytes(d2_.data(), d2_.size(), "d2").ok());
+  auto v = damaged->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_TRUE(v->corrupt());
+  const auto packs_before = bucket_->List("packs/", "");
+  ASSERT_TRUE(packs_before.ok());
+  auto r = damaged->RepairChunks(*replica);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->repaired.empty());
+  EXPECT_TRUE(r->unrepaired.empty());
+  EXPECT_EQ(r->damaged, 0u);
+  EXPECT_GE(r->other_problems, 1u);
+  const auto packs_after = bucket_->List("packs/", "");
+  ASSERT_TRUE(packs_after.ok());
+  EXPECT_EQ(packs_after->size(), packs_before->size());
 }
 
 }  // namespace

@@ -137,6 +137,32 @@ struct VerifyReport {
   bool corrupt() const;
 };
 
+struct RepairOptions {
+  // Called now and then while the store is checked (as VerifyOptions::
+  // progress), from its threads, one call at a time.
+  std::function<void(uint64_t bytes, uint64_t objects)> progress;
+};
+
+struct RepairReport {
+  // Chunks the check found damaged (or missing from the index) that some
+  // object needs, or that the index lists.
+  uint64_t damaged = 0;
+  // Chunk ids (hex) written again from the source's verified copies: the
+  // store's row for each now points at the new copy.
+  std::vector<std::string> repaired;
+  struct Unrepaired {
+    std::string chunk_id;              // hex
+    std::vector<std::string> objects;  // objects that need it (sha256:<hex>), as the check found them
+    std::string reason;                // why the source could not give it
+  };
+  std::vector<Unrepaired> unrepaired;
+  uint64_t bytes_written = 0;  // pack bytes (record headers included)
+  std::vector<std::string> packs;  // the packs the repaired chunks went into
+  // Damage the check found that fresh chunk copies cannot mend (a damaged
+  // manifest, a tree, a name, a pack header, the log): verify lists it.
+  uint64_t other_problems = 0;
+};
+
 struct CopyOptions {
   // Chunks read from the source at once (0, the default: 16 from a bucket
   // store, whose reads wait on the network, else one per core).
@@ -449,6 +475,22 @@ class Store {
   // at any point and against readers and publishers in other processes; one
   // gc runs at a time per store (Busy otherwise).
   Result<GcReport> Gc(const GcOptions& options = {});
+  // Mends damaged chunks from another store's copies (a replica, a backup
+  // of the store's files, or a scratch store the original files were
+  // published into with the same chunk parameters). Checks this store as
+  // a full Verify does; then, for every chunk found damaged or missing
+  // that from holds, loads from's copy, verifies it against its SHA-256,
+  // writes it (compressed as this store compresses) into a new pack made
+  // durable first, and commits one change that points the chunk's row at
+  // the new copy (a gc change, format.md). Nothing is removed: the damaged
+  // record stays where it was, unreferenced, for gc. A chunk from lacks,
+  // or holds damaged too, is listed in RepairReport::unrepaired and this
+  // store is left as it was for it. Corruption, before anything is
+  // written, when the index differs from the log (index rebuild first).
+  // Holds gc's lock for the whole run (Busy if a gc runs); readers and
+  // publishers go on meanwhile. InvalidArgument when from is this store,
+  // Unsupported when this store is read-only.
+  Result<RepairReport> RepairChunks(Store& from, const RepairOptions& options = {});
   // Re-reads and checks stored data (see VerifyOptions). A damaged store is
   // reported in the result, not as an error; errors mean verify itself
   // could not run.

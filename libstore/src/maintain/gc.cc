@@ -240,6 +240,10 @@ Status Collector::DropEmptyPacks(const Garbage& g) {
     Result<std::unique_ptr<FileLock>> lock = t_.packs->LockForMaintenance(name);
     if (!lock.ok()) {
       if (lock.status().IsBusy()) ++report_.packs_skipped;
+      // A pack whose file is gone and whose chunks are all dead (repair
+      // wrote its live ones elsewhere) leaves the log too: no writer can
+      // adopt a missing file, and nothing needs what it held.
+      if (lock.status().IsNotFound()) locked.emplace_back(name, nullptr);
       continue;
     }
     locked.emplace_back(name, std::move(*lock));
@@ -272,7 +276,7 @@ Status Collector::DropEmptyPacks(const Garbage& g) {
     if (!rm.ok() && !rm.IsNotFound())
       return rm.WithContext("gc recorded its work but could not delete pack " + name + " (the next gc removes it)");
     ++report_.packs_deleted;
-    report_.bytes_reclaimed += size;
+    if (rm.ok()) report_.bytes_reclaimed += size;
   }
   t_.packs->ForgetOpen();
   return Status::OK();

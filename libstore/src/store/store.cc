@@ -16,6 +16,7 @@
 #include "ingest/file_prefetch.h"
 #include "ingest/ingest.h"
 #include "maintain/gc.h"
+#include "maintain/repair.h"
 #include "maintain/verify.h"
 #include "store/batch_impl.h"
 #include "store/store_impl.h"
@@ -118,6 +119,33 @@ Result<GcReport> Store::Gc(const GcOptions& options) {
   t.log = impl_->log.get();
   t.busy_timeout_ms = impl_->options.busy_timeout_ms;
   return internal::CollectGarbage(t, options);
+}
+
+Result<RepairReport> Store::RepairChunks(Store& from, const RepairOptions& options) {
+  // A backup of the store's files has its store id: only this very handle
+  // is refused (its copies are the damaged ones).
+  if (from.impl_ == impl_) return Status::InvalidArgument("a store cannot be repaired from itself");
+  if (impl_->read_only) return Status::Unsupported(dir() + " is read-only; repair writes to it");
+  internal::RepairTarget t;
+  t.verify.index = &impl_->index;
+  t.verify.packs = impl_->packs.get();
+  t.verify.log = impl_->log.get();
+  t.verify.read = impl_->read_source();
+  t.verify.read.disk_cache = false;  // what the bucket holds is checked, not local copies of it
+  t.verify.threads = impl_->threads;
+  t.meta = impl_->meta;
+  t.busy_timeout_ms = impl_->options.busy_timeout_ms;
+  Store::Impl* src = from.impl_.get();
+  auto fetch = [src](const internal::Digest& id) -> Result<std::optional<internal::ChunkLoader::Bytes>> {
+    Result<std::optional<internal::ChunkLocation>> loc = src->index.Lock()->FindChunk(id);
+    if (!loc.ok()) return loc.status();
+    if (!loc->has_value()) return std::optional<internal::ChunkLoader::Bytes>();
+    // Verified by the loader, and again by the repair: from is input.
+    Result<internal::ChunkLoader::Bytes> bytes = src->loader->Load("", id, **loc, false, false, true);
+    if (!bytes.ok()) return bytes.status();
+    return std::optional<internal::ChunkLoader::Bytes>(std::move(*bytes));
+  };
+  return internal::RepairStoreChunks(t, fetch, options);
 }
 
 Status Store::QuarantineLogRecord(const std::string& key) { return impl_->log->Quarantine(key); }
