@@ -220,7 +220,7 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
     j.Key("packs_deleted").Num(r->packs_deleted).Key("packs_compacted").Num(r->packs_compacted);
     j.Key("packs_skipped").Num(r->packs_skipped).Key("packs_left_for_space").Num(r->packs_left_for_space);
     j.Key("space_needed").Num(r->space_needed).Key("uploads_aborted").Num(r->uploads_aborted);
-    j.Key("packs_merged").Num(r->packs_merged).EndObject();
+    j.Key("packs_merged").Num(r->packs_merged).Key("packs_damaged").Num(r->packs_damaged).EndObject();
     Print(j.str() + "\n");
   } else if (!g.quiet) {
     Print(std::string(dry_run ? "would reclaim " : "reclaimed ") + HumanSize(r->bytes_reclaimed) + ": " +
@@ -229,6 +229,9 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
           std::to_string(r->packs_compacted) + " compacted" +
           (r->packs_skipped ? ", " + std::to_string(r->packs_skipped) + " busy packs skipped" : "") + "\n");
   }
+  if (r->packs_damaged && !g.quiet)
+    std::cerr << "chunkstore: note: " << r->packs_damaged
+              << " damaged pack files keep damaged live records; `chunkstore repair chunks --from SRC`, then gc again\n";
   if (r->packs_left_for_space && !g.quiet)
     std::cerr << "chunkstore: note: " << r->packs_left_for_space
               << " sparse packs were not compacted: the disk is too full (compacting the largest needs "
@@ -278,6 +281,10 @@ int CmdVerify(const Globals& g, const std::vector<std::string>& refs, bool quick
       out += std::string(corrupt ? "DAMAGED: " : "ok: ") + std::to_string(r->objects_checked) + " objects, " +
              std::to_string(r->chunks_checked) + " chunks, " + HumanSize(r->bytes_checked) + " checked" +
              (quick ? " (quick: xxHash64 only)" : "") + "\n";
+    bool chunk_damage = false;
+    for (const auto& p : r->problems) chunk_damage |= p.kind == "corrupt-chunk" || p.kind == "missing-chunk";
+    if (chunk_damage && !g.quiet)
+      out += "damaged chunks are written again from a store with good copies by `chunkstore repair chunks --from SRC`\n";
     if (!g.quiet || corrupt) Print(out);
   }
   return corrupt ? kIntegrity : kOk;
@@ -382,12 +389,13 @@ int CmdRepairChunks(const Globals& g, const std::string& from) {
     }
     j.EndArray().Key("bytes_written").Num(r->bytes_written).Key("packs").BeginArray();
     for (const auto& p : r->packs) j.Str(p);
-    j.EndArray().Key("other_problems").Num(r->other_problems).EndObject();
+    j.EndArray().Key("pack_files").Num(r->pack_files).Key("other_problems").Num(r->other_problems).EndObject();
     Print(j.str() + "\n");
     return left ? kIntegrity : kOk;
   }
   std::string out;
-  for (const auto& id : r->repaired) out += "repaired chunk " + id + "\n";
+  if (!g.quiet)
+    for (const auto& id : r->repaired) out += "repaired chunk " + id + "\n";
   for (const auto& u : r->unrepaired) {
     out += "NOT repaired: chunk " + u.chunk_id + ": " + Printable(u.reason);
     if (!u.objects.empty()) {
@@ -403,8 +411,10 @@ int CmdRepairChunks(const Globals& g, const std::string& from) {
     if (r->other_problems > 0)
       out += std::to_string(r->other_problems) +
              " other problems are not chunk copies, and repair does not mend them: run verify to list them\n";
-    else if (!r->repaired.empty())
-      out += "the damaged records are garbage now; gc reclaims their space\n";
+    if (r->unrepaired.empty() && (!r->repaired.empty() || r->pack_files > 0))
+      out += std::string("the damaged records are garbage now") +
+             (r->pack_files ? ", and " + std::to_string(r->pack_files) + " damaged pack files" : std::string()) +
+             ": gc reclaims their space\n";
   }
   Print(out);
   return left ? kIntegrity : kOk;

@@ -466,6 +466,7 @@ py::dict Gc(PyStore& ps, bool dry_run, int64_t grace_seconds) {
   d["packs_skipped"] = r.packs_skipped;
   d["bytes_reclaimed"] = r.bytes_reclaimed;
   d["uploads_aborted"] = r.uploads_aborted;
+  d["packs_damaged"] = r.packs_damaged;
   d["dry_run"] = dry_run;
   return d;
 }

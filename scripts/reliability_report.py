@@ -155,6 +155,21 @@ nothing depends on them (free space inside SQLite pages, timestamps):
 verify passed and every object read back exactly. Spill files are anonymous (`O_TMPFILE`) and
 cannot be reached from outside the process, so they are not a target.
 """)
+        if "repair_trials" in corrupt:
+            parts.append(f"""
+After each trial whose pack damage was noticed, `repair chunks` ran from
+an undamaged copy of the store's files, then every object was read again,
+then gc and verify ran:
+
+| trials repaired | repair errors | every object read back exactly | wrong bytes after repair | verify clean after gc | left: damage to the pack file itself |
+|---:|---:|---:|---:|---:|---:|
+| {n(corrupt['repair_trials'])} | {n(corrupt['repair_errors'])} | {n(corrupt['repair_all_read'])} | {n(corrupt['repair_wrong_bytes'])} | {n(corrupt['repair_verify_clean'])} | {n(corrupt['repair_left_pack_file'])} |
+
+"Damage to the pack file itself" is a damaged 16-byte pack header
+(`bad-pack-header`: every record in the pack still reads and verifies) or
+a truncation whose intact records stay live in the shortened pack
+(`short-pack`); no chunk copy mends either, and verify keeps reporting it.
+""")
     if conc:
         parts.append(f"""## Concurrency campaign
 

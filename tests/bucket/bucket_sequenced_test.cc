@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "bucket/log_keys.h"
+#include "format/pack_format.h"
 #include "bucket_fixture.h"
 #include "tree_util.h"
 
@@ -430,6 +431,40 @@ TEST_P(BucketSequencedTest, ARemovalThatLosesItsNumberIsCheckedAgain) {
   auto v = fresh->Verify();
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->corrupt());
+}
+
+// A repair's change removes nothing, so one that loses its number to
+// another machine's publish takes the next one instead of stopping.
+TEST_P(BucketSequencedTest, ARepairThatLosesItsNumberTakesTheNext) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto data = RandomBytes(40000, 12);
+  ASSERT_TRUE(a->PublishBytes(data.data(), data.size(), "data").ok());
+  auto replica = Store::Open(dir_ / "replica", SmallChunks());
+  ASSERT_TRUE(replica.ok());
+  ASSERT_TRUE((*replica)->PublishBytes(data.data(), data.size(), "data").ok());
+  auto packs = backend_->List("packs/");
+  ASSERT_TRUE(packs.ok() && packs->size() == 1u);
+  FlipBit((*packs)[0].key, internal::kPackHeaderSize + internal::kRecordHeaderSize + 50);
+  auto r = OpenMachine(dir_ / "r");
+  ASSERT_TRUE(r);
+  faulty_->HoldNextLogPut();
+  Result<RepairReport> repaired = Status::IOError("not run");
+  std::thread repair([&] { repaired = r->RepairChunks(**replica); });
+  faulty_->WaitUntilHeld();
+  const auto other = RandomBytes(3000, 13);
+  ASSERT_TRUE(a->PublishBytes(other.data(), other.size(), "other").ok());
+  faulty_->ReleaseHeldPut();
+  repair.join();
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  EXPECT_EQ(repaired->repaired.size(), 1u);
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(*ReadObject(*fresh, "data"), data);
+  EXPECT_EQ(*ReadObject(*fresh, "other"), other);
+  auto v = fresh->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt()) << (v->problems.empty() ? "" : v->problems[0].message);
 }
 
 CHUNKSTORE_ON_SEQUENCED_BUCKETS(BucketSequencedTest);

@@ -518,6 +518,7 @@ TEST_F(Cli, VerifyOfACorruptedStoreExitsFourNamingTheChunk) {
   EXPECT_NE(r.out.find("corrupt-chunk object " + id + " chunk " + first_chunk_id), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("offset 16"), std::string::npos);
   EXPECT_NE(r.out.find("DAMAGED"), std::string::npos);
+  EXPECT_NE(r.out.find("repair chunks --from SRC"), std::string::npos) << r.out;
   r = Cs({"verify", "--quick", "--json", "x"});
   EXPECT_EQ(r.code, 4);
   auto j = ParseJson(r.out);

@@ -136,13 +136,41 @@ TEST_F(RepairTest, AMissingPackIsMendedAndGcThenForgetsIt) {
   EXPECT_EQ(r->damaged, chunks_.size());
   EXPECT_EQ(r->repaired.size(), chunks_.size());
   EXPECT_TRUE(r->unrepaired.empty());
-  EXPECT_GE(r->other_problems, 1u);  // the missing pack itself, until gc drops it
+  EXPECT_EQ(r->pack_files, 1u);  // the missing pack itself, until gc drops it
+  EXPECT_EQ(r->other_problems, 0u);
   auto got = testing::ReadObject(*s, id_);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(*got == data_);
   auto gc = s->Gc(testing::GcNow());
   ASSERT_TRUE(gc.ok()) << gc.status().ToString();
   EXPECT_EQ(gc->packs_deleted, 1u);
+  ExpectReadsBack(*s);
+}
+
+// A pack cut short: gc leaves it while a live record in it is damaged,
+// repair mends the records past the cut, and the next gc moves the intact
+// ones out and drops the shortened file.
+TEST_F(RepairTest, AShortenedPackIsRewrittenByGcOnceRepairMendedWhatItLost) {
+  const fs::path pack = Packs(dir_ / "s").at(0);
+  std::vector<uint8_t> bytes = testing::ReadFile(pack);
+  const size_t cut = RecordOffset(bytes, chunks_[2].id) + 10;
+  bytes.resize(cut);
+  testing::WriteFile(pack, bytes);
+  auto s = Open("s");
+  auto gc = s->Gc(testing::GcNow());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->packs_damaged, 1u);
+  auto r = s->RepairChunks(*Open("replica"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->repaired.size(), chunks_.size() - 2);
+  EXPECT_TRUE(r->unrepaired.empty());
+  EXPECT_EQ(r->pack_files, 1u);
+  EXPECT_EQ(r->other_problems, 0u);
+  gc = s->Gc(testing::GcNow());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->packs_damaged, 0u);
+  EXPECT_GE(gc->packs_compacted, 1u);
+  EXPECT_FALSE(fs::exists(pack));
   ExpectReadsBack(*s);
 }
 
@@ -154,6 +182,17 @@ TEST_F(RepairTest, WhatTheSourceLacksOrHoldsDamagedIsListedAndNothingIsWritten) 
     const auto d = RandomBytes(30000, 8);
     ASSERT_TRUE((*other)->PublishBytes(d.data(), d.size(), "d").ok());
   }
+  // A second object that shares the damaged chunk: both are named.
+  std::vector<uint8_t> longer(data_);
+  longer.push_back('!');
+  std::string longer_id;
+  {
+    auto r = Open("s")->PublishBytes(longer.data(), longer.size(), "longer");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    longer_id = r->id;
+  }
+  std::vector<std::string> needing{id_, longer_id};
+  std::sort(needing.begin(), needing.end());
   Damage("s", 1);
   Damage("replica", 1);
   const auto before = Snapshot(dir_ / "s");
@@ -165,7 +204,7 @@ TEST_F(RepairTest, WhatTheSourceLacksOrHoldsDamagedIsListedAndNothingIsWritten) 
     EXPECT_TRUE(r->repaired.empty());
     ASSERT_EQ(r->unrepaired.size(), 1u);
     EXPECT_EQ(r->unrepaired[0].chunk_id, chunks_[1].id);
-    EXPECT_EQ(r->unrepaired[0].objects, std::vector<std::string>{id_});
+    EXPECT_EQ(r->unrepaired[0].objects, needing);
     EXPECT_NE(r->unrepaired[0].reason.find(from == "other" ? "does not have it" : "could not be read"),
               std::string::npos)
         << r->unrepaired[0].reason;
@@ -220,9 +259,39 @@ TEST_F(RepairTest, AStoreIsNotRepairedFromItself) {
   EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
 }
 
+// A copy whose proof meets a damaged chunk at the destination stops and
+// says how to mend it; after the repair the same copy goes through.
+TEST_F(RepairTest, ACopyThatMeetsADamagedDestinationChunkPointsToRepair) {
+  std::vector<uint8_t> longer(data_);
+  const auto tail = RandomBytes(20000, 9);
+  longer.insert(longer.end(), tail.begin(), tail.end());
+  auto replica = Open("replica");
+  ASSERT_TRUE(replica->PublishBytes(longer.data(), longer.size(), "longer").ok());
+  Damage("s", 1);  // a chunk "longer" shares with "a"
+  auto s = Open("s");
+  auto copied = replica->CopyTo(*s, {"longer"});
+  ASSERT_FALSE(copied.ok());
+  EXPECT_TRUE(copied.status().IsCorruption()) << copied.status().ToString();
+  EXPECT_NE(copied.status().message().find("the destination's copy"), std::string::npos)
+      << copied.status().ToString();
+  EXPECT_NE(copied.status().message().find("repair chunks --from"), std::string::npos)
+      << copied.status().ToString();
+  auto r = s->RepairChunks(*replica);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->repaired, std::vector<std::string>{chunks_[1].id});
+  copied = replica->CopyTo(*s, {"longer"});
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  auto back = testing::ReadObject(*s, "longer");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(*back == longer);
+  ExpectReadsBack(*s);
+}
+
 // A bucket store is mended the same way, and another machine sharing the
 // bucket reads the new copy through the log.
-TEST(RepairBucketTest, ADamagedPackBlobIsMendedForEveryMachine) {
+TEST(RepairBucketTest, ADamagedOrLostPackBlobIsMendedForEveryMachine) {
+  for (const bool lost : {false, true}) {
+  SCOPED_TRACE(lost ? "lost" : "damaged");
   testing::TempDir dir;
   std::unique_ptr<BlobStore> bucket = NewMemoryBlobStore();
   Options bo = testing::SmallChunks();
@@ -243,16 +312,23 @@ TEST(RepairBucketTest, ADamagedPackBlobIsMendedForEveryMachine) {
   ASSERT_TRUE(blob.ok());
   std::string bytes = *blob;
   bytes[internal::kPackHeaderSize + internal::kRecordHeaderSize + 100] ^= 0x01;
-  ASSERT_TRUE(bucket->Put((*packs)[0].key, bytes.data(), bytes.size()).ok());
+  if (lost) ASSERT_TRUE(bucket->Delete((*packs)[0].key).ok());
+  else ASSERT_TRUE(bucket->Put((*packs)[0].key, bytes.data(), bytes.size()).ok());
   {
     auto s = Store::Open(dir / "machine1", bo);
     ASSERT_TRUE(s.ok());
     auto replica = Store::Open(dir / "replica");
     ASSERT_TRUE(replica.ok());
+    auto v = (*s)->Verify();
+    ASSERT_TRUE(v.ok()) << v.status().ToString();  // a lost blob is a finding, not an error
+    EXPECT_TRUE(v->corrupt());
     auto r = (*s)->RepairChunks(**replica);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(r->repaired.size(), 1u);
+    EXPECT_EQ(r->repaired.size(), lost ? (*s)->Chunks(id)->size() : 1u);
     EXPECT_TRUE(r->unrepaired.empty());
+    EXPECT_EQ(r->pack_files, lost ? 1u : 0u);
+    auto gc = (*s)->Gc(testing::GcNow());
+    ASSERT_TRUE(gc.ok()) << gc.status().ToString();
   }
   auto other = Store::Open(dir / "machine2", bo);
   ASSERT_TRUE(other.ok()) << other.status().ToString();
@@ -262,6 +338,7 @@ TEST(RepairBucketTest, ADamagedPackBlobIsMendedForEveryMachine) {
   auto v = (*other)->Verify();
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->corrupt()) << (v->problems.empty() ? "" : v->problems[0].message);
+  }
 }
 
 }  // namespace

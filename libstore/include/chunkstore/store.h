@@ -102,6 +102,9 @@ struct GcReport {
   uint64_t space_needed = 0;       // free bytes the largest of those needs
   uint64_t bytes_reclaimed = 0;    // file bytes freed (or that would be)
   uint64_t uploads_aborted = 0;    // bucket stores: pack uploads killed writers left open
+  // Damaged pack files (short, or a bad header) left in place because a
+  // live record in them is damaged too: repair chunks, then gc again.
+  uint64_t packs_damaged = 0;
 };
 
 struct VerifyOptions {
@@ -158,8 +161,11 @@ struct RepairReport {
   std::vector<Unrepaired> unrepaired;
   uint64_t bytes_written = 0;  // pack bytes (record headers included)
   std::vector<std::string> packs;  // the packs the repaired chunks went into
+  // Damaged pack files (missing, shorter than committed, a bad header):
+  // once their damaged chunks are mended, gc rewrites or drops them.
+  uint64_t pack_files = 0;
   // Damage the check found that fresh chunk copies cannot mend (a damaged
-  // manifest, a tree, a name, a pack header, the log): verify lists it.
+  // manifest, a tree, a name, the log): verify lists it.
   uint64_t other_problems = 0;
 };
 

@@ -637,8 +637,13 @@ Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::
 
 Status BucketLog::StillStands(const ChangeSet& change) {
   // gc decided what is garbage from the log as it was: a change made
-  // since may use some of it.
-  if (change.kind == ChangeSet::kGc)
+  // since may use some of it. A gc change that removes nothing (repair
+  // chunks: verified copies in new packs) stands whatever came before it;
+  // at worst it gives a chunk that became garbage meanwhile a new row,
+  // which the next gc drops.
+  const bool removes = !change.removed_objects.empty() || !change.removed_chunks.empty() ||
+                       !change.removed_packs.empty() || !change.removed_names.empty();
+  if (change.kind == ChangeSet::kGc && removes)
     return Status::Busy("another writer changed " + blobs_->Describe() + " while gc ran; run gc again");
   auto db = index_->Lock();
   ReadTxn txn(db.get());

@@ -480,7 +480,7 @@ Status DirectoryLog::RebuildWith(const StoreMeta& meta) {
   return RebuildInto(meta);
 }
 
-Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
+Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth, const std::function<void()>& then) {
   // Held, so that no checkpoint drops a segment while it is read; a
   // read-only store (nobody writes it) is checked without.
   std::unique_ptr<FileLock> lock;
@@ -498,6 +498,7 @@ Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
   }
   std::vector<std::string> notes;
   Status s = ReplayLocked(*truth, &notes);
+  if (then) then();
   std::vector<Problem> problems;
   for (std::string& n : notes) problems.push_back({false, std::move(n)});
   if (!s.ok()) problems.push_back({true, s.message()});
@@ -507,7 +508,7 @@ Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
 Result<std::unique_ptr<FileLock>> DirectoryLog::LockGc() {
   if (read_only_) return Status::IOError("the store is read-only: " + root_ + " cannot be written");
   Result<std::unique_ptr<FileLock>> lock = env_->TryLockFile(root_ + "/" + kGcLock);
-  if (!lock.ok() && lock.status().IsBusy()) return Status::Busy("another gc is running on this store");
+  if (!lock.ok() && lock.status().IsBusy()) return Status::Busy("another gc or repair is running on this store");
   return lock;
 }
 

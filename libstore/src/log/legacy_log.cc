@@ -7,7 +7,7 @@
 
 namespace chunkstore::internal {
 
-Result<std::vector<ChangeLog::Problem>> LegacyLog::Check(Index* truth) {
+Result<std::vector<ChangeLog::Problem>> LegacyLog::Check(Index* truth, const std::function<void()>& then) {
   if (!truth) return std::vector<Problem>{};
   ChangeSet state;
   {
@@ -22,6 +22,7 @@ Result<std::vector<ChangeLog::Problem>> LegacyLog::Check(Index* truth) {
   CHUNKSTORE_RETURN_IF_ERROR(txn.status());
   CHUNKSTORE_RETURN_IF_ERROR(ApplyChange(*truth, state, nullptr));
   CHUNKSTORE_RETURN_IF_ERROR(txn.Commit());
+  if (then) then();
   return std::vector<Problem>{};
 }
 

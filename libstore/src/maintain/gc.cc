@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/clock.h"
@@ -95,6 +96,9 @@ class Collector {
   Status Commit(ChangeLog::Held& held, ChangeSet& c, bool* made = nullptr);
   Status DropEmptyPacks(const Garbage& g);
   Status CompactSparsePacks(const Garbage& g);
+  // Packs with live records whose file is shorter than committed or whose
+  // header is damaged (the header only where reading it is cheap).
+  Result<std::unordered_set<std::string>> DamagedPackFiles(const Garbage& g);
   Status CompactPack(const std::string& name);
   // Copies the live records of names into one new pack and removes them,
   // in one change; false when none had any left.
@@ -282,16 +286,48 @@ Status Collector::DropEmptyPacks(const Garbage& g) {
   return Status::OK();
 }
 
+Result<std::unordered_set<std::string>> Collector::DamagedPackFiles(const Garbage& g) {
+  std::unordered_set<std::string> out;
+  Result<std::vector<PackFile>> files = t_.packs->List();
+  if (!files.ok()) return files.status();
+  std::unordered_map<std::string, uint64_t> sizes;
+  for (const PackFile& f : *files) sizes[f.name] = f.size;
+  for (const auto& [name, use] : g.packs) {
+    auto it = sizes.find(name);
+    if (use.live_bytes == 0 || it == sizes.end()) continue;  // a missing one: DropEmptyPacks, once nothing needs it
+    if (it->second < use.row.size) {
+      out.insert(name);
+      continue;
+    }
+    // The header costs a request per pack on a bucket; a local pack's is
+    // one small read.
+    if (t_.packs->remote()) continue;
+    Result<std::unique_ptr<File>> f = t_.packs->Open(name, use.row.size);
+    if (!f.ok()) continue;
+    uint8_t header[kPackHeaderSize];
+    size_t got = 0;
+    if ((*f)->ReadAt(0, sizeof header, header, &got).ok() && !DecodePackHeader(header, got).ok()) out.insert(name);
+  }
+  return out;
+}
+
 Status Collector::CompactSparsePacks(const Garbage& g) {
-  auto sparse = [&](const PackUse& use) {
+  // A pack file shorter than the log committed, or with a damaged header,
+  // is rewritten whatever its live share: its intact records move to a
+  // sound pack and it goes (verify reports it until then). A live record
+  // damaged in it stops that copy: repair chunks mends the record first.
+  Result<std::unordered_set<std::string>> damaged = DamagedPackFiles(g);
+  if (!damaged.ok()) return damaged.status();
+  auto sparse = [&](const std::string& name, const PackUse& use) {
     return use.live_bytes != 0 &&
-           static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(DataBytes(use.row));
+           (damaged->count(name) ||
+            static_cast<double>(use.live_bytes) < o_.compact_below * static_cast<double>(DataBytes(use.row)));
   };
   uint64_t total = 0, done = 0;
   for (const auto& [name, use] : g.packs)
-    if (sparse(use)) total += use.live_bytes;
+    if (sparse(name, use)) total += use.live_bytes;
   for (const auto& [name, use] : g.packs) {
-    if (!sparse(use)) continue;
+    if (!sparse(name, use)) continue;
     if (o_.progress) o_.progress(done, total);
     done += use.live_bytes;
     // The copy needs room for the live data (and a little for the log and
@@ -305,6 +341,10 @@ Status Collector::CompactSparsePacks(const Garbage& g) {
     Status s = CompactPack(name);
     if (s.IsBusy()) {
       ++report_.packs_skipped;
+      continue;
+    }
+    if (s.IsCorruption() && damaged->count(name)) {
+      ++report_.packs_damaged;
       continue;
     }
     if (s.IsNoSpace() && !IndexBehindLog(s)) {

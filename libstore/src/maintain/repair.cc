@@ -4,9 +4,11 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "base/clock.h"
 #include "format/compress.h"
+#include "format/manifest.h"
 #include "format/pack_format.h"
 #include "hash/digest.h"
 
@@ -115,18 +117,35 @@ Result<RepairReport> RepairStoreChunks(const RepairTarget& t, const ChunkFetch& 
     if ((p.kind == "corrupt-chunk" || p.kind == "missing-chunk") && Digest::FromHex(p.chunk_id)) {
       std::set<std::string>& objects = damaged[p.chunk_id];
       if (!p.object_id.empty()) objects.insert(p.object_id);
+    } else if (p.kind == "missing-pack" || p.kind == "short-pack" || p.kind == "bad-pack-header") {
+      ++report.pack_files;  // each of its damaged chunks is a problem of its own, above
     } else if (!IsWarning(p.kind)) {
       ++report.other_problems;
     }
   }
   report.damaged = damaged.size();
   if (damaged.empty()) return report;
+  // Verify names one object per damaged chunk; the report names every
+  // object whose chunk list has it.
+  {
+    std::unordered_map<Digest, std::set<std::string>*, DigestHash> wanted;
+    for (auto& [hex, objects] : damaged) wanted[*Digest::FromHex(hex)] = &objects;
+    auto db = v.index->Lock();
+    CHUNKSTORE_RETURN_IF_ERROR(db->ForEachObject([&](const ObjectRow& o) -> Status {
+      if (IsInline(o.size, o.chunk_count)) return Status::OK();
+      Result<std::vector<ManifestEntry>> entries = DecodeManifest(o.id, o.size, o.manifest.data(), o.manifest.size());
+      if (!entries.ok()) return Status::OK();  // verify reported it
+      for (const ManifestEntry& e : *entries)
+        if (auto it = wanted.find(e.id); it != wanted.end()) it->second->insert(o.id.ObjectId());
+      return Status::OK();
+    }));
+  }
 
   ChangeSet c;
   RepairPacks out(v.packs);
   for (const auto& [hex, objects] : damaged) {
     const Digest id = *Digest::FromHex(hex);
-    Result<std::optional<ChunkLoader::Bytes>> got = fetch(id);
+    Result<std::optional<ChunkLoader::Bytes>> got = fetch(id, objects.empty() ? "" : *objects.begin());
     std::string reason;
     if (!got.ok()) {
       reason = "the source's copy could not be read: " + got.status().message();

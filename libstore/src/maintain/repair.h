@@ -31,8 +31,10 @@ struct RepairTarget {
 
 // A chunk's bytes from elsewhere: nullopt when that place does not have
 // it; an error (Corruption for a damaged copy) when it could not be read.
-// RepairChunks checks the bytes against the id whatever the fetch did.
-using ChunkFetch = std::function<Result<std::optional<ChunkLoader::Bytes>>(const Digest& id)>;
+// object names an object that needs the chunk, for messages. Repair checks
+// the bytes against the id whatever the fetch did.
+using ChunkFetch =
+    std::function<Result<std::optional<ChunkLoader::Bytes>>(const Digest& id, const std::string& object)>;
 
 Result<RepairReport> RepairStoreChunks(const RepairTarget& target, const ChunkFetch& fetch,
                                        const RepairOptions& options);

@@ -61,6 +61,10 @@ class Verifier {
   uint64_t objects_read_ = 0;  // for progress
 };
 
+// How many times the index is compared with a fresh replay of the log
+// before a difference is reported (see CheckIndexAndLog).
+constexpr int kCompareAttempts = 3;
+
 Status Verifier::CheckIndexAndLog() {
   {
     auto db = t_.index->Lock();
@@ -68,19 +72,38 @@ Status Verifier::CheckIndexAndLog() {
     if (!sqlite.ok()) return sqlite.status();
     for (const std::string& p : *sqlite) Problem("index-damaged", "", "", "", 0, "the index database: " + p);
   }
-  Result<std::unique_ptr<Index>> truth = t_.index->NewScratch();
-  if (!truth.ok()) return truth.status();
-  Result<std::vector<ChangeLog::Problem>> log = t_.log->Check(truth->get());
-  if (!log.ok()) return log.status();
+  // Writers go on while verify runs. A directory's log is held from the
+  // replay to the end of the comparison, so no commit falls in between;
+  // a bucket's is not, and a change another machine added meanwhile shows
+  // as a difference that is not there: as gc does, the index catches up
+  // and the comparison runs again before a difference counts.
+  std::unique_ptr<Index> truth;
+  std::vector<ChangeLog::Problem> log_problems;
+  Result<std::vector<IndexDifference>> diffs = std::vector<IndexDifference>{};
+  for (int attempt = 1;; ++attempt) {
+    Result<std::unique_ptr<Index>> scratch = t_.index->NewScratch();
+    if (!scratch.ok()) return scratch.status();
+    truth = std::move(*scratch);
+    Result<std::vector<ChangeLog::Problem>> log = t_.log->Check(truth.get(), [&] {
+      auto db = t_.index->Lock();
+      diffs = CompareIndexes(*db, *truth, 50);
+    });
+    if (!log.ok()) return log.status();
+    log_problems = std::move(*log);
+    bool log_sound = true;
+    for (const auto& p : log_problems) log_sound = log_sound && !p.damage;
+    // A damaged log gives no truth to compare with.
+    if (!log_sound) break;
+    if (!diffs.ok() || diffs->empty() || attempt == kCompareAttempts) break;
+    if (!t_.log->CatchUp().ok()) break;  // a read-only store: the difference stands
+  }
   bool log_sound = true;
-  for (const auto& p : *log) {
+  for (const auto& p : log_problems) {
     Problem(p.damage ? "log-damaged" : "log-cut-short", "", "", "", 0, p.message);
     log_sound = log_sound && !p.damage;
   }
-  // A damaged log gives no truth to compare with.
   if (!log_sound) return Status::OK();
   auto db = t_.index->Lock();
-  Result<std::vector<IndexDifference>> diffs = CompareIndexes(*db, **truth, 50);
   if (!diffs.ok()) {
     // An index too damaged to walk is itself the finding.
     Problem("index-differs", "", "", "", 0, diffs.status().message());
@@ -115,7 +138,13 @@ Status Verifier::CheckPacks(std::map<int64_t, PackRow>* packs) {
     }
     uint8_t header[kPackHeaderSize];
     size_t got = 0;
-    CHUNKSTORE_RETURN_IF_ERROR((*f)->ReadAt(0, sizeof header, header, &got));
+    Status read = (*f)->ReadAt(0, sizeof header, header, &got);
+    // A bucket's pack opens without a request; that it is gone shows here.
+    if (read.IsNotFound()) {
+      Problem("missing-pack", "", "", row.name.substr(0, 64), 0, "pack file is missing: " + read.message());
+      continue;
+    }
+    CHUNKSTORE_RETURN_IF_ERROR(read);
     Status decoded = DecodePackHeader(header, got);
     if (!decoded.ok()) Problem("bad-pack-header", "", "", row.name, 0, decoded.message());
     Result<uint64_t> size = (*f)->Size();
@@ -373,6 +402,7 @@ Result<VerifyReport> Verifier::Run() {
     if (o_.progress) o_.progress(report_.bytes_checked, objects_read_);
     Status s = CheckRecord(**file, c->id, c->loc, o_.quick, &raw, true, t_.packs->remote());
     if (s.IsCorruption()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, s.message());
+    else if (s.IsNotFound()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
     else if (!s.ok()) return s;
   }
   std::unordered_set<std::string> damaged_chunks;

@@ -134,6 +134,11 @@ class Copier {
   uint64_t objects_done_ = 0;
 };
 
+// What a copy says of a chunk whose destination copy is damaged: the copy
+// stops (its proof needs every byte), and this mends the destination.
+constexpr const char* kMendHint =
+    "`chunkstore --store DST repair chunks --from SRC` writes it again from the source's good copy";
+
 Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
   const std::string oid = row.id.ObjectId();
   const std::vector<ManifestEntry>& entries = m->entries;
@@ -261,13 +266,20 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
                                      std::to_string((*bytes)->size()) + " bytes, not the " +
                                      std::to_string(entries[i].length) + " its chunk list says",
                                  oid, entries[i].id.Hex());
-    if (!bytes.ok()) return bytes.status();
+    if (!bytes.ok()) {
+      if (front.at_dst && bytes.status().IsCorruption())
+        return Status::Corruption(bytes.status().message() + " (the destination's copy; " + kMendHint + ")",
+                                  bytes.status().object_id(), bytes.status().chunk_id());
+      return bytes.status();
+    }
     if (!prove_) {
       CHUNKSTORE_RETURN_IF_ERROR(Added(entries[i].id, adding.count(i) > 0, **bytes));
       continue;
     }
     const bool check_own = !front.verified;
-    const char* where_read = front.at_dst ? "the destination's copy" : "the source's copy";
+    const std::string where_read =
+        front.at_dst ? std::string("the destination's copy does not match its SHA-256 (") + kMendHint + ")"
+                     : std::string("the source's copy does not match its SHA-256");
     hashing.push_back({i, *bytes,
                        hasher_.Submit([&hash, &hashed, held = *bytes, id = entries[i].id, oid, check_own,
                                        where_read]() -> Status {
@@ -286,8 +298,7 @@ Status Copier::Chunks(const ObjectRow& row, Manifest* m) {
                          hash.Update(p, left);
                          hashed += held->size();
                          if (check_own && own.Finish() != id)
-                           return Status::Corruption("object " + oid + ": chunk " + id.Hex() + ": " +
-                                                         where_read + " does not match its SHA-256",
+                           return Status::Corruption("object " + oid + ": chunk " + id.Hex() + ": " + where_read,
                                                      oid, id.Hex());
                          return Status::OK();
                        })});

@@ -136,12 +136,13 @@ Result<RepairReport> Store::RepairChunks(Store& from, const RepairOptions& optio
   t.meta = impl_->meta;
   t.busy_timeout_ms = impl_->options.busy_timeout_ms;
   Store::Impl* src = from.impl_.get();
-  auto fetch = [src](const internal::Digest& id) -> Result<std::optional<internal::ChunkLoader::Bytes>> {
+  auto fetch = [src](const internal::Digest& id,
+                     const std::string& object) -> Result<std::optional<internal::ChunkLoader::Bytes>> {
     Result<std::optional<internal::ChunkLocation>> loc = src->index.Lock()->FindChunk(id);
     if (!loc.ok()) return loc.status();
     if (!loc->has_value()) return std::optional<internal::ChunkLoader::Bytes>();
     // Verified by the loader, and again by the repair: from is input.
-    Result<internal::ChunkLoader::Bytes> bytes = src->loader->Load("", id, **loc, false, false, true);
+    Result<internal::ChunkLoader::Bytes> bytes = src->loader->Load(object, id, **loc, false, false, true);
     if (!bytes.ok()) return bytes.status();
     return std::optional<internal::ChunkLoader::Bytes>(std::move(*bytes));
   };
