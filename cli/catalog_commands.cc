@@ -411,10 +411,10 @@ int CmdRepairChunks(const Globals& g, const std::string& from) {
     if (r->other_problems > 0)
       out += std::to_string(r->other_problems) +
              " other problems are not chunk copies, and repair does not mend them: run verify to list them\n";
-    if (r->unrepaired.empty() && (!r->repaired.empty() || r->pack_files > 0))
-      out += std::string("the damaged records are garbage now") +
-             (r->pack_files ? ", and " + std::to_string(r->pack_files) + " damaged pack files" : std::string()) +
-             ": gc reclaims their space\n";
+    if (!r->repaired.empty()) out += "the damaged records are garbage now; gc reclaims their space\n";
+    if (r->pack_files > 0 && r->unrepaired.empty())
+      out += "damaged pack files: " + std::to_string(r->pack_files) +
+             "; no damaged chunk is left in them, and gc rewrites or drops them\n";
   }
   Print(out);
   return left ? kIntegrity : kOk;

@@ -156,19 +156,17 @@ verify passed and every object read back exactly. Spill files are anonymous (`O_
 cannot be reached from outside the process, so they are not a target.
 """)
         if "repair_trials" in corrupt:
-            parts.append(f"""
-After each trial whose pack damage was noticed, `repair chunks` ran from
+            parts.append(f"""After each trial whose pack damage was noticed, `repair chunks` ran from
 an undamaged copy of the store's files, then every object was read again,
 then gc and verify ran:
 
-| trials repaired | repair errors | every object read back exactly | wrong bytes after repair | verify clean after gc | left: damage to the pack file itself |
-|---:|---:|---:|---:|---:|---:|
-| {n(corrupt['repair_trials'])} | {n(corrupt['repair_errors'])} | {n(corrupt['repair_all_read'])} | {n(corrupt['repair_wrong_bytes'])} | {n(corrupt['repair_verify_clean'])} | {n(corrupt['repair_left_pack_file'])} |
+| trials repaired | repair errors | every object read back exactly | wrong bytes after repair | verify clean after gc |
+|---:|---:|---:|---:|---:|
+| {n(corrupt['repair_trials'])} | {n(corrupt['repair_errors'])} | {n(corrupt['repair_all_read'])} | {n(corrupt['repair_wrong_bytes'])} | {n(corrupt['repair_verify_clean'])} |
 
-"Damage to the pack file itself" is a damaged 16-byte pack header
-(`bad-pack-header`: every record in the pack still reads and verifies) or
-a truncation whose intact records stay live in the shortened pack
-(`short-pack`); no chunk copy mends either, and verify keeps reporting it.
+gc rewrites a pack file that is shorter than committed or has a damaged
+header once repair has mended its damaged records, so damage to the pack
+file itself is cleared too.
 """)
     if conc:
         parts.append(f"""## Concurrency campaign
@@ -259,9 +257,12 @@ Do the tests fail when it matters? `scripts/mutants.py` puts one
 deliberate bug at a time into the code that protects data (gc liveness,
 every fsync and rename of the commit protocols, the checks on what is read,
 manifest and log checks, range arithmetic; the list is
-`scripts/mutants.txt`), rebuilds and runs the whole suite; a bug the suite
-does not catch fails the run. CI runs the mutants marked quick; the full
-list runs before a release (about {max(1, round(mut['seconds'] / 60))} minutes on two cores).
+`scripts/mutants.txt`), rebuilds and runs the tests the mutant names
+(`tests = REGEX`), then, if they all pass, the whole suite; a bug the suite
+does not catch fails the run. CI runs the mutants marked quick, in its
+throwaway clone itself (`--in-place build`: the build the suite just passed
+on, rebuilt per mutant, each file put back afterwards); the full list runs
+before a release, in a copy of the tree (about {max(1, round(mut['seconds'] / 60))} minutes on two cores).
 
 Last full run: {mut['date']} at {mut['commit']} (`{os.path.relpath(mutants_runs[-1], os.path.join(ROOT, "docs"))}`):
 **{mut['caught']} of {mut['mutants']} caught**.{recheck_note}
