@@ -471,6 +471,44 @@ py::dict Gc(PyStore& ps, bool dry_run, int64_t grace_seconds) {
   return d;
 }
 
+py::dict CopyTo(PyStore& ps, PyStore& dst, const std::vector<std::string>& refs) {
+  std::shared_ptr<Store> to = dst.Get();
+  CopyReport r = NoGil(ps, [&](Store& s) { return Take(s.CopyTo(*to, refs)); });
+  py::dict d;
+  d["objects_copied"] = r.objects_copied;
+  d["objects_present"] = r.objects_present;
+  d["chunks_sent"] = r.chunks_sent;
+  d["chunks_skipped"] = r.chunks_skipped;
+  d["bytes_sent"] = r.bytes_sent;
+  d["name_versions"] = r.name_versions;
+  d["commits"] = r.commits;
+  d["requests"] = r.requests;
+  d["diverged"] = r.diverged;
+  return d;
+}
+
+py::dict RepairChunks(PyStore& ps, PyStore& source) {
+  std::shared_ptr<Store> from = source.Get();
+  RepairReport r = NoGil(ps, [&](Store& s) { return Take(s.RepairChunks(*from)); });
+  py::dict d;
+  d["damaged"] = r.damaged;
+  d["repaired"] = r.repaired;
+  py::list unrepaired;
+  for (const RepairReport::Unrepaired& u : r.unrepaired) {
+    py::dict e;
+    e["chunk"] = u.chunk_id;
+    e["reason"] = u.reason;
+    e["objects"] = u.objects;
+    unrepaired.append(e);
+  }
+  d["unrepaired"] = unrepaired;
+  d["bytes_written"] = r.bytes_written;
+  d["packs"] = r.packs;
+  d["pack_files"] = r.pack_files;
+  d["other_problems"] = r.other_problems;
+  return d;
+}
+
 py::dict Verify(PyStore& ps, bool quick, const std::vector<std::string>& refs) {
   VerifyOptions o;
   o.quick = quick;
@@ -590,6 +628,8 @@ PYBIND11_MODULE(_native, m) {
              NoGil(ps, [&](Store& s) { Check(s.RemoveObject(ref)); return 0; }); })
       .def("gc", &Gc)
       .def("verify", &Verify)
+      .def("copy_to", &CopyTo)
+      .def("repair_chunks", &RepairChunks)
       .def("stats", &Stats)
       .def("refresh", [](PyStore& ps) { NoGil(ps, [&](Store& s) { Check(s.Refresh()); return 0; }); });
 }

@@ -268,6 +268,24 @@ class Store:
         "problems" (and "corrupt" is True), not raised."""
         return self._native.verify(quick, [_text(r, "ref") for r in (refs or [])])
 
+    def copy_to(self, other, refs=None):
+        """Copies names (with their history), PREFIX/ sets of names or
+        objects (default: everything) into the Store other, sending only
+        the chunks it lacks; other proves every object's id before it
+        records it. Returns counts as `chunkstore copy --json` does."""
+        if not isinstance(other, Store):
+            raise TypeError("copy_to takes a Store")
+        return self._native.copy_to(other._native, [_text(r, "ref") for r in (refs or [])])
+
+    def repair_chunks(self, source):
+        """Writes the chunks this store holds damaged (or lacks) again from
+        the Store source's copies, each checked against its id; what source
+        cannot give is listed in "unrepaired" (see `chunkstore repair
+        chunks`)."""
+        if not isinstance(source, Store):
+            raise TypeError("repair_chunks takes a Store")
+        return self._native.repair_chunks(source._native)
+
     def stats(self):
         """Counts and sizes: objects, names, chunks, logical/unique/stored
         bytes, packs, ratios, compression."""

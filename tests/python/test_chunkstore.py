@@ -344,3 +344,31 @@ def test_damage_raises_corruption_never_wrong_bytes(tmp_path):
         assert report["corrupt"] is True
         assert any(p["object"] == oid for p in report["problems"])
         assert s.cat("small") == other
+
+
+def test_copy_to_and_repair_chunks_from_the_copy(tmp_path):
+    data = payload(3 << 20, 8)
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    with chunkstore.Store.open(a_dir, create=True) as a, chunkstore.Store.open(b_dir, create=True) as b:
+        oid = a.publish(data, name="big")["id"]
+        copied = a.copy_to(b)
+        assert copied["objects_copied"] == 1 and copied["chunks_sent"] >= 2
+        assert b.cat("big") == data
+        assert a.copy_to(b)["chunks_sent"] == 0
+        with pytest.raises(TypeError):
+            a.copy_to(str(b_dir))
+    pack = a_dir / "packs" / os.listdir(a_dir / "packs")[0]
+    with open(pack, "r+b") as f:
+        f.seek(16 + 64 + 1000)
+        b1 = f.read(1)
+        f.seek(-1, io.SEEK_CUR)
+        f.write(bytes([b1[0] ^ 0x01]))
+    with chunkstore.Store.open(a_dir) as a, chunkstore.Store.open(b_dir) as b:
+        assert a.verify()["corrupt"]
+        with pytest.raises(chunkstore.Corruption):
+            a.cat("big")
+        r = a.repair_chunks(b)
+        assert r["damaged"] == 1 and len(r["repaired"]) == 1 and r["unrepaired"] == []
+        assert a.cat("big") == data
+        assert not a.verify()["corrupt"]
+        assert a.stat("big")["id"] == oid
