@@ -231,7 +231,7 @@ int CmdGc(const Globals& g, bool dry_run, double compact_below, int64_t grace_se
   }
   if (r->packs_damaged && !g.quiet)
     std::cerr << "chunkstore: note: " << r->packs_damaged
-              << " damaged pack files keep damaged live records; `chunkstore repair chunks --from SRC`, then gc again\n";
+              << " packs hold damaged live records and were not compacted; `chunkstore repair chunks --from SRC`, then gc again\n";
   if (r->packs_left_for_space && !g.quiet)
     std::cerr << "chunkstore: note: " << r->packs_left_for_space
               << " sparse packs were not compacted: the disk is too full (compacting the largest needs "

@@ -102,8 +102,9 @@ struct GcReport {
   uint64_t space_needed = 0;       // free bytes the largest of those needs
   uint64_t bytes_reclaimed = 0;    // file bytes freed (or that would be)
   uint64_t uploads_aborted = 0;    // bucket stores: pack uploads killed writers left open
-  // Damaged pack files (short, or a bad header) left in place because a
-  // live record in them is damaged too: repair chunks, then gc again.
+  // Packs not compacted because a live record in them is damaged (among
+  // them damaged pack files: short, or a bad header): repair chunks, then
+  // gc again.
   uint64_t packs_damaged = 0;
 };
 

@@ -141,7 +141,7 @@ class BucketLog final : public ChangeLog {
   Status CatchUp() override;
   Status Checkpoint() override;
   Status Rebuild() override;
-  Result<std::vector<Problem>> Check(Index* truth, const std::function<void()>& then = nullptr) override;
+  Result<std::vector<Problem>> Check(Index* truth) override;
   Status Quarantine(const std::string& record) override;
   Result<uint64_t> Quarantined() override;
   Result<std::unique_ptr<FileLock>> LockGc() override;

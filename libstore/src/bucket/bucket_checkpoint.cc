@@ -254,7 +254,7 @@ Status BucketLog::Rebuild() {
   return Status::OK();
 }
 
-Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth, const std::function<void()>& then) {
+Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   std::unique_ptr<Index> scratch;
   if (!truth) {
     Index::OpenOptions o;
@@ -268,7 +268,6 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth, const std
   std::vector<Problem> problems;
   Status s = Bootstrap(truth, &problems);
   if (!s.ok()) problems.push_back({true, s.message()});
-  if (then) then();
   // What a repair set aside stays on record: its change is lost.
   Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);
   if (!aside.ok()) return aside.status();

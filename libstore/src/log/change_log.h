@@ -97,11 +97,7 @@ class ChangeLog {
   // Replays the whole log into truth (an empty index; may be null) and
   // returns what is wrong with the log itself, for verify: a record that
   // fails its checks, a gap in the sequence. Empty when sound.
-  // then, when given, runs after the replay while the log is still held
-  // where Check holds it (a directory's lock: no writer commits in
-  // between, so the live index can be compared with truth exactly); where
-  // nothing is held (a bucket), right after.
-  virtual Result<std::vector<Problem>> Check(Index* truth, const std::function<void()>& then = nullptr) = 0;
+  virtual Result<std::vector<Problem>> Check(Index* truth) = 0;
 
   // Moves a damaged record out of the log (a bucket's quarantine/), losing
   // only its change, so that the log can be read again. Refuses a record

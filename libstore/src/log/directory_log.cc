@@ -480,7 +480,7 @@ Status DirectoryLog::RebuildWith(const StoreMeta& meta) {
   return RebuildInto(meta);
 }
 
-Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth, const std::function<void()>& then) {
+Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
   // Held, so that no checkpoint drops a segment while it is read; a
   // read-only store (nobody writes it) is checked without.
   std::unique_ptr<FileLock> lock;
@@ -498,7 +498,6 @@ Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth, const 
   }
   std::vector<std::string> notes;
   Status s = ReplayLocked(*truth, &notes);
-  if (then) then();
   std::vector<Problem> problems;
   for (std::string& n : notes) problems.push_back({false, std::move(n)});
   if (!s.ok()) problems.push_back({true, s.message()});

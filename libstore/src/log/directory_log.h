@@ -61,7 +61,7 @@ class DirectoryLog final : public ChangeLog {
   // As Rebuild, for a store whose index could not even be opened (its
   // meta comes from the config).
   Status RebuildWith(const StoreMeta& meta);
-  Result<std::vector<Problem>> Check(Index* truth, const std::function<void()>& then = nullptr) override;
+  Result<std::vector<Problem>> Check(Index* truth) override;
   Result<std::unique_ptr<FileLock>> LockGc() override;
   bool gc_holds_throughout() const override { return false; }
 

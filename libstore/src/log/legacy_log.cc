@@ -7,7 +7,7 @@
 
 namespace chunkstore::internal {
 
-Result<std::vector<ChangeLog::Problem>> LegacyLog::Check(Index* truth, const std::function<void()>& then) {
+Result<std::vector<ChangeLog::Problem>> LegacyLog::Check(Index* truth) {
   if (!truth) return std::vector<Problem>{};
   ChangeSet state;
   {
@@ -22,7 +22,6 @@ Result<std::vector<ChangeLog::Problem>> LegacyLog::Check(Index* truth, const std
   CHUNKSTORE_RETURN_IF_ERROR(txn.status());
   CHUNKSTORE_RETURN_IF_ERROR(ApplyChange(*truth, state, nullptr));
   CHUNKSTORE_RETURN_IF_ERROR(txn.Commit());
-  if (then) then();
   return std::vector<Problem>{};
 }
 

@@ -18,7 +18,7 @@ class LegacyLog final : public ChangeLog {
   Status CatchUp() override { return Status::OK(); }
   Status Checkpoint() override { return Refused(); }
   Status Rebuild() override { return Refused(); }
-  Result<std::vector<Problem>> Check(Index* truth, const std::function<void()>& then = nullptr) override;
+  Result<std::vector<Problem>> Check(Index* truth) override;
   Result<std::unique_ptr<FileLock>> LockGc() override { return Refused(); }
   bool gc_holds_throughout() const override { return false; }
 

@@ -343,7 +343,9 @@ Status Collector::CompactSparsePacks(const Garbage& g) {
       ++report_.packs_skipped;
       continue;
     }
-    if (s.IsCorruption() && damaged->count(name)) {
+    // A damaged live record stops only this pack's copy: the rest of gc
+    // goes on, and the note points to repair.
+    if (s.IsCorruption()) {
       ++report_.packs_damaged;
       continue;
     }

@@ -72,30 +72,40 @@ Status Verifier::CheckIndexAndLog() {
     if (!sqlite.ok()) return sqlite.status();
     for (const std::string& p : *sqlite) Problem("index-damaged", "", "", "", 0, "the index database: " + p);
   }
-  // Writers go on while verify runs. A directory's log is held from the
-  // replay to the end of the comparison, so no commit falls in between;
-  // a bucket's is not, and a change another machine added meanwhile shows
-  // as a difference that is not there: as gc does, the index catches up
-  // and the comparison runs again before a difference counts.
-  std::unique_ptr<Index> truth;
+  // Writers go on while verify runs: a change committed between the
+  // replay of the log and the comparison shows as a difference that is
+  // not there. Such a difference is gone on the next comparison (the
+  // index caught up, and the next replay has the change), where damage
+  // stays: only what every one of a few comparisons finds is reported.
+  // The log is not held during the comparison, which on a large store
+  // takes long enough to make writers give up.
   std::vector<ChangeLog::Problem> log_problems;
-  Result<std::vector<IndexDifference>> diffs = std::vector<IndexDifference>{};
+  Status walk_failed;
+  std::map<std::string, IndexDifference> persistent;  // by message
   for (int attempt = 1;; ++attempt) {
-    Result<std::unique_ptr<Index>> scratch = t_.index->NewScratch();
-    if (!scratch.ok()) return scratch.status();
-    truth = std::move(*scratch);
-    Result<std::vector<ChangeLog::Problem>> log = t_.log->Check(truth.get(), [&] {
-      auto db = t_.index->Lock();
-      diffs = CompareIndexes(*db, *truth, 50);
-    });
+    Result<std::unique_ptr<Index>> truth = t_.index->NewScratch();
+    if (!truth.ok()) return truth.status();
+    Result<std::vector<ChangeLog::Problem>> log = t_.log->Check(truth->get());
     if (!log.ok()) return log.status();
     log_problems = std::move(*log);
     bool log_sound = true;
     for (const auto& p : log_problems) log_sound = log_sound && !p.damage;
     // A damaged log gives no truth to compare with.
     if (!log_sound) break;
-    if (!diffs.ok() || diffs->empty() || attempt == kCompareAttempts) break;
-    if (!t_.log->CatchUp().ok()) break;  // a read-only store: the difference stands
+    Result<std::vector<IndexDifference>> diffs = [&] {
+      auto db = t_.index->Lock();
+      return CompareIndexes(*db, **truth, 1000);
+    }();
+    if (!diffs.ok()) {
+      walk_failed = diffs.status();  // an index too damaged to walk is itself the finding
+      break;
+    }
+    std::map<std::string, IndexDifference> found;
+    for (auto& d : *diffs)
+      if (attempt == 1 || persistent.count(d.message)) found.emplace(d.message, std::move(d));
+    persistent = std::move(found);
+    if (persistent.empty() || attempt == kCompareAttempts) break;
+    if (!t_.log->CatchUp().ok()) break;  // a read-only store: what was found stands
   }
   bool log_sound = true;
   for (const auto& p : log_problems) {
@@ -103,13 +113,14 @@ Status Verifier::CheckIndexAndLog() {
     log_sound = log_sound && !p.damage;
   }
   if (!log_sound) return Status::OK();
-  auto db = t_.index->Lock();
-  if (!diffs.ok()) {
-    // An index too damaged to walk is itself the finding.
-    Problem("index-differs", "", "", "", 0, diffs.status().message());
+  if (!walk_failed.ok()) {
+    Problem("index-differs", "", "", "", 0, walk_failed.message());
     return Status::OK();
   }
-  for (const auto& d : *diffs) Problem("index-differs", d.object_id, "", "", 0, d.message);
+  auto db = t_.index->Lock();
+  size_t listed = 0;
+  for (const auto& [message, d] : persistent)
+    if (listed++ < 50) Problem("index-differs", d.object_id, "", "", 0, d.message);
   Result<std::vector<NameRow>> dangling = db->DanglingNames();
   if (!dangling.ok()) return dangling.status();
   for (const NameRow& n : *dangling)
@@ -384,23 +395,36 @@ Result<VerifyReport> Verifier::Run() {
     return a->loc.pack_id != b->loc.pack_id ? a->loc.pack_id < b->loc.pack_id : a->loc.offset < b->loc.offset;
   });
   Buffer raw;
+  // A gc running meanwhile may have moved a chunk and deleted the pack it
+  // was in: before a pack that is not there counts as damage, the chunk's
+  // row is read again, and a chunk now elsewhere is checked there.
+  auto moved_and_sound = [&](const ChunkToCheck& c) {
+    Result<std::optional<ChunkLocation>> now = t_.index->Lock()->FindChunk(c.id);
+    if (!now.ok() || !now->has_value()) return false;
+    if ((*now)->pack_id == c.loc.pack_id && (*now)->offset == c.loc.offset) return false;
+    Result<std::shared_ptr<File>> file = t_.packs->ForRead((*now)->pack_id);
+    return file.ok() && CheckRecord(**file, c.id, **now, o_.quick, &raw, true, t_.packs->remote()).ok();
+  };
   for (const ChunkToCheck* c : order) {
     const std::string oid = c->has_object ? c->object.ObjectId() : "";
     auto pit = packs.find(c->loc.pack_id);
     if (pit == packs.end()) {
-      Problem("corrupt-chunk", oid, c->id.Hex(), "", c->loc.offset, "the index names a pack it does not record");
+      if (!moved_and_sound(*c))
+        Problem("corrupt-chunk", oid, c->id.Hex(), "", c->loc.offset, "the index names a pack it does not record");
       continue;
     }
     const std::string& pack_name = pit->second.name;
     Result<std::shared_ptr<File>> file = t_.packs->ForRead(c->loc.pack_id);
     if (!file.ok()) {
       if (!file.status().IsCorruption()) return file.status();
-      Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
+      if (!moved_and_sound(*c))
+        Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
       continue;
     }
     report_.bytes_checked += kRecordHeaderSize + c->loc.stored_len;
     if (o_.progress) o_.progress(report_.bytes_checked, objects_read_);
     Status s = CheckRecord(**file, c->id, c->loc, o_.quick, &raw, true, t_.packs->remote());
+    if (s.IsNotFound() && moved_and_sound(*c)) continue;
     if (s.IsCorruption()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, s.message());
     else if (s.IsNotFound()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
     else if (!s.ok()) return s;
@@ -408,9 +432,29 @@ Result<VerifyReport> Verifier::Run() {
   std::unordered_set<std::string> damaged_chunks;
   for (const auto& p : report_.problems)
     if (p.kind == "corrupt-chunk") damaged_chunks.insert(p.chunk_id);
-  for (const auto& [oid, failed] : failed_reads_)
-    if (!damaged_chunks.count(failed.chunk_id()))
-      Problem("corrupt-chunk", oid, failed.chunk_id(), "", 0, failed.message());
+  // A read that failed where no record check did is read once more: a gc
+  // may have moved the object's chunks under it.
+  auto read_again = [&](const std::string& oid) -> Status {
+    Result<std::unique_ptr<Reader>> r = [&] {
+      auto db = t_.index->Lock();
+      return OpenObjectReader(t_.read, *db, oid, false);
+    }();
+    if (!r.ok()) return r.status();
+    std::vector<uint8_t> buf(1 << 20);
+    for (;;) {
+      Result<size_t> n = (*r)->Read(buf.data(), buf.size());
+      if (!n.ok()) return n.status();
+      if (*n == 0) return Status::OK();
+    }
+  };
+  for (const auto& [oid, failed] : failed_reads_) {
+    if (damaged_chunks.count(failed.chunk_id())) continue;
+    const Status again = read_again(oid);
+    if (again.ok()) continue;
+    const Status& shown = again.IsCorruption() ? again : failed;
+    Problem("corrupt-chunk", oid, shown.chunk_id().empty() ? failed.chunk_id() : shown.chunk_id(), "", 0,
+            shown.message());
+  }
   return std::move(report_);
 }
 
