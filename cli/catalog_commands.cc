@@ -414,7 +414,8 @@ int CmdRepairChunks(const Globals& g, const std::string& from) {
     if (!r->repaired.empty()) out += "the damaged records are garbage now; gc reclaims their space\n";
     if (r->pack_files > 0 && r->unrepaired.empty())
       out += "damaged pack files: " + std::to_string(r->pack_files) +
-             "; no damaged chunk is left in them, and gc rewrites or drops them\n";
+             "; no damaged chunk is left in them, and gc rewrites or drops them (but for a bucket's damaged pack"
+             " header, which harms no record)\n";
   }
   Print(out);
   return left ? kIntegrity : kOk;
