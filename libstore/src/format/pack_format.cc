@@ -80,4 +80,26 @@ Result<RecordHeader> DecodeRecordHeader(const uint8_t* in, size_t n) {
   return h;
 }
 
+RecordHeader MakeRecordHeader(const Digest& id, uint32_t raw_len, Codec codec, const uint8_t* payload,
+                              uint32_t stored_len) {
+  RecordHeader h;
+  h.codec = codec;
+  h.raw_len = raw_len;
+  h.stored_len = stored_len;
+  h.chunk_id = id;
+  h.xxh64 = XxHash64(payload, stored_len);
+  return h;
+}
+
+ChunkLocation RecordLocation(const RecordHeader& h, int64_t pack_id, uint64_t offset) {
+  ChunkLocation loc;
+  loc.pack_id = pack_id;
+  loc.offset = offset;
+  loc.raw_len = h.raw_len;
+  loc.stored_len = h.stored_len;
+  loc.codec = h.codec;
+  loc.xxh64 = h.xxh64;
+  return loc;
+}
+
 }  // namespace chunkstore::internal

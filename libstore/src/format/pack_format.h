@@ -20,6 +20,7 @@
 
 #include "chunkstore/status.h"
 #include "format/compress.h"
+#include "format/rows.h"
 #include "hash/digest.h"
 
 namespace chunkstore::internal {
@@ -43,6 +44,14 @@ void EncodePackHeader(uint8_t out[kPackHeaderSize]);
 Status DecodePackHeader(const uint8_t* in, size_t n);
 
 void EncodeRecordHeader(const RecordHeader& h, uint8_t out[kRecordHeaderSize]);
+// The header of a record that stores chunk id (raw_len bytes) as
+// payload[0, stored_len) with codec; the xxHash64 is computed here.
+RecordHeader MakeRecordHeader(const Digest& id, uint32_t raw_len, Codec codec, const uint8_t* payload,
+                              uint32_t stored_len);
+// Where the record with header h, written at offset of pack pack_id, is, as
+// the index and change sets keep it.
+ChunkLocation RecordLocation(const RecordHeader& h, int64_t pack_id, uint64_t offset);
+
 // Checks magic, header check, codec and length bounds; never trusts a length
 // it has not bounded (stored <= raw <= 16 MiB; raw records have stored == raw).
 Result<RecordHeader> DecodeRecordHeader(const uint8_t* in, size_t n);

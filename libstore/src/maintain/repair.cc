@@ -34,22 +34,15 @@ class RepairPacks {
       c->packs.push_back({writer_->name, 0});
     }
     std::vector<uint8_t> packed;
-    RecordHeader h;
-    h.codec = TryCompress(raw.data(), raw.size(), &packed, {with});
-    const bool compressed = h.codec != Codec::kRaw;
-    h.raw_len = static_cast<uint32_t>(raw.size());
-    h.stored_len = compressed ? static_cast<uint32_t>(packed.size()) : h.raw_len;
-    h.chunk_id = id;
+    const Codec codec = TryCompress(raw.data(), raw.size(), &packed, {with});
+    const bool compressed = codec != Codec::kRaw;
     const uint8_t* payload = compressed ? packed.data() : raw.data();
-    h.xxh64 = XxHash64(payload, h.stored_len);
+    const RecordHeader h = MakeRecordHeader(id, static_cast<uint32_t>(raw.size()), codec, payload,
+                                            static_cast<uint32_t>(compressed ? packed.size() : raw.size()));
     uint8_t header[kRecordHeaderSize];
     EncodeRecordHeader(h, header);
-    ChangeSet::Chunk chunk{id, static_cast<uint32_t>(c->packs.size() - 1), {}};
-    chunk.loc.offset = writer_->size;
-    chunk.loc.raw_len = h.raw_len;
-    chunk.loc.stored_len = h.stored_len;
-    chunk.loc.codec = h.codec;
-    chunk.loc.xxh64 = h.xxh64;
+    // The change set's chunk names its pack by place (pack_id unused).
+    ChangeSet::Chunk chunk{id, static_cast<uint32_t>(c->packs.size() - 1), RecordLocation(h, 0, writer_->size)};
     CHUNKSTORE_RETURN_IF_ERROR(writer_->Append(header, sizeof header, payload, h.stored_len));
     c->chunks.push_back(chunk);
     *written += sizeof header + h.stored_len;

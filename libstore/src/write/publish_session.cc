@@ -126,22 +126,12 @@ Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t
     if (!w.ok()) return w.status();
     writer_ = std::move(*w);
   }
-  RecordHeader h;
-  h.codec = codec;
-  h.raw_len = raw_len;
-  h.stored_len = compressed ? static_cast<uint32_t>(packed.size()) : raw_len;
-  h.chunk_id = id;
   const uint8_t* payload = compressed ? packed.data() : raw;
-  h.xxh64 = XxHash64(payload, h.stored_len);
+  const RecordHeader h = MakeRecordHeader(id, raw_len, codec, payload, stored_len);
   uint8_t header[kRecordHeaderSize];
   EncodeRecordHeader(h, header);
-  ChunkLocation loc;
-  loc.pack_id = static_cast<int64_t>(sealed_.size());  // the writer's place in the change's packs
-  loc.offset = writer_->size;
-  loc.raw_len = raw_len;
-  loc.stored_len = h.stored_len;
-  loc.codec = h.codec;
-  loc.xxh64 = h.xxh64;
+  // pack_id: the writer's place in the change's packs.
+  const ChunkLocation loc = RecordLocation(h, static_cast<int64_t>(sealed_.size()), writer_->size);
   CHUNKSTORE_RETURN_IF_ERROR(writer_->Append(header, sizeof header, payload, h.stored_len));
   new_chunks_.emplace_back(id, loc);
   written_.insert(id);
