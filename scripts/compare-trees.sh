@@ -11,6 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/common.sh
 install_packages restic borgbackup casync time xz-utils e2fsprogs diffutils
-release_tools chunkstore
-python3 scripts/compare_trees.py --chunkstore build-release/cli/chunkstore "$@"
+release_tools chunkstore chunkstore-bench
+python3 scripts/compare_trees.py --chunkstore build-release/cli/chunkstore --bench build-release/bench/chunkstore-bench "$@"
 python3 scripts/report.py

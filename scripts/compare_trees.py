@@ -11,10 +11,21 @@ inodes at a cost that depends on what ran before). For chunkstore also a
 restore over a copy in which 100 files were changed, and the restored
 trees are compared with the source: `diff -r`, and a listing of every
 path with its type, permission bits, mtime (ns) and link target.
+
+Beside them, the work no tool can skip, in the same run (the "floors"):
+the kernel's own cost of reading every file (system time of a loop that
+reads each into one reused buffer) and of creating the tree (system time of
+`tar -x` of the same tree into a fresh file system); and, from
+chunkstore-bench's codec-* operations on the tree, the CPU time of the
+SHA-256 of every chunk, of compressing each with the store's default codec
+and of decoding it. A publish that hashes and compresses cannot take less
+CPU than read + hash + compress; a restore that decodes and verifies, less
+than create + decode + hash.
 Writes docs/measurements/trees-DATE.json (see scripts/report.py)."""
 import argparse
 import datetime
 import glob
+import json
 import os
 import shutil
 import shlex
@@ -33,6 +44,48 @@ KERNEL = "6.1.192-3"  # the linux-source-6.1 release
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
+
+
+def run_sys(cmd):
+    """Runs cmd (a shell line) under /usr/bin/time: its system CPU seconds."""
+    with tempfile.NamedTemporaryFile("r") as t:
+        os.sync()
+        subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%S", "sh", "-c", cmd], env=ENV, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return float(t.read().strip().splitlines()[-1])
+
+
+# Reads every regular file below argv[1] into one reused buffer: the
+# kernel's cost of reading the tree, with no allocation per file.
+READ_ALL = """
+import os, sys
+buf = bytearray(1 << 20)
+view = memoryview(buf)
+for root, dirs, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(root, f)
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # a symlink
+        while os.readv(fd, [view]) == len(buf):
+            pass
+        os.close(fd)
+"""
+
+
+def codec_floors(bench, src, codecs):
+    """CPU seconds (one thread) of the SHA-256 of every chunk of the tree
+    and of each codec's compress and decode: chunkstore-bench's codec-*."""
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as t:
+        sh([bench, "--size", "1MiB", "--codec-input", src, "--only", "^codec-", "--warmups", "1", "--samples",
+            "3", "--json", t.name] + [a for c in codecs for a in ("--codecs", c)], stdout=subprocess.DEVNULL)
+        res = {r["name"]: r for r in json.load(open(t.name))["results"]}
+    out = {"sha256_s": res["codec-sha256"]["median_ms"] / 1000}
+    for c in codecs:
+        out[f"compress_{c}_s"] = res[f"codec-{c}-compress"]["median_ms"] / 1000
+        out[f"decode_{c}_s"] = res[f"codec-{c}-decode"]["median_ms"] / 1000
+    return out
 
 
 def run(cmd, cwd=None):
@@ -202,6 +255,9 @@ def stats(values):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunkstore", required=True)
+    ap.add_argument("--bench", help="chunkstore-bench, for the hashing and codec floors (none: not measured)")
+    ap.add_argument("--codecs", default="zstd:3,zstd:1",
+                    help="codecs of the floors, the store's default first (default zstd:3,zstd:1)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cache", default=os.environ.get("CHUNKSTORE_REALDATA", "/var/tmp/chunkstore-realdata"))
     ap.add_argument("--tools", default="chunkstore,restic,borg,casync")
@@ -219,6 +275,9 @@ def main():
     keys = ["publish_s", "publish_cpu_s", "publish_rss_kib", "republish_s", "restore_s", "restore_cpu_s",
             "restore_rss_kib", "restore_over_changed_s", "metadata_identical"]
     results = {k.name: {key: [] for key in keys} for k in kinds}
+    floors = {"read_sys_s": [], "create_sys_s": []}
+    tar = os.path.join(work, "tree.tar")
+    sh(["tar", "-cf", tar, "-C", src, "."])
     ratios = {"publish": [], "republish": [], "restore": [], "over_changed_vs_full": []}
     try:
         for rnd in range(args.rounds):
@@ -258,12 +317,20 @@ def main():
                 fresh.unmount()
                 this[tool.name] = (r["publish_s"][-1], r["republish_s"][-1], r["restore_s"][-1])
                 shutil.rmtree(rd)
+            floors["read_sys_s"].append(run_sys(f"python3 -c {shlex.quote(READ_ALL)} {shlex.quote(src)}"))
+            subprocess.run(f"cat {shlex.quote(tar)} > /dev/null", shell=True, check=True)
+            dest = os.path.join(fresh.make(), "out")
+            os.makedirs(dest)
+            floors["create_sys_s"].append(run_sys(f"tar -xf {shlex.quote(tar)} -C {shlex.quote(dest)}"))
+            fresh.unmount()
             if "chunkstore" in this and len(this) > 1:
                 peers = [v for k, v in this.items() if k != "chunkstore"]
                 cs = this["chunkstore"]
                 for i, what in enumerate(["publish", "republish", "restore"]):
                     ratios[what].append(min(p[i] for p in peers) / cs[i])
             print(f"compare_trees: round {rnd + 1} done", flush=True)
+        codecs = args.codecs.split(",")
+        cpu = codec_floors(args.bench, src, codecs) if args.bench else {}
         out = {
             "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
             "rounds": args.rounds,
@@ -277,6 +344,7 @@ def main():
             "results": {t: {k: (stats(v) if v and not isinstance(v[0], bool) else v) for k, v in r.items() if v}
                         for t, r in results.items()},
             "ratios_to_fastest_peer": {k: stats(v) for k, v in ratios.items() if v},
+            "floors": dict({k: stats(v) for k, v in floors.items()}, codecs=codecs, **cpu),
             "notes": "defaults of every tool (restic: encryption, zstd auto; borg: --encryption none, lz4; casync: "
                      "zstd); wall clock and CPU (user + system) of each whole process after a sync; the source "
                      "tree read once per round before timing (page cache); republish = the same tree again "

@@ -79,4 +79,51 @@ def _bounds(trees, ratios, cs):
         out.append(f"- {op}: {cpu:.2f} CPU-s, so at best {cpu / n:.2f} s; {target}× the fastest peer needs "
                    f"{need:.2f} s or less, " + ("which that bound allows." if cpu / n <= need else
                                                 "which needs less CPU per byte, not a better schedule."))
+    out += _floors(trees, fastest, n, cs)
+    return out
+
+
+def _floors(trees, fastest, n, cs):
+    """The work no tool can skip (compare_trees.py's floors) against what
+    the targets allow."""
+    f = trees.get("floors")
+    if not f or "sha256_s" not in f:
+        return []
+    default, *others = f["codecs"]
+    read, create = f["read_sys_s"]["median"], f["create_sys_s"]["median"]
+    sha = f["sha256_s"]
+    out = ["", "The work a publish and a restore of this tree cannot skip, measured in the same run (CPU seconds; "
+           "the kernel's share from system time, the rest on one thread with chunkstore's own code): reading every "
+           f"file into one reused buffer {read:.2f} s (min–max {f['read_sys_s']['min']:.2f}–{f['read_sys_s']['max']:.2f}); "
+           f"creating the tree on a fresh ext4 (`tar -x`) {create:.2f} s "
+           f"({f['create_sys_s']['min']:.2f}–{f['create_sys_s']['max']:.2f}); the SHA-256 of every chunk {sha:.2f} s; "
+           + "; ".join(f"compressing every chunk with {c} {f[f'compress_{c}_s']:.2f} s and decoding it "
+                       f"{f[f'decode_{c}_s']:.2f} s" for c in f["codecs"]) + "."]
+    pub = read + sha + f[f"compress_{default}_s"]
+    need = fastest["publish"] / 4
+    line = (f"- publish: read + hash + compress ({default}, the default) = {pub:.2f} CPU-s, at best {pub / n:.2f} s on "
+            f"{n} cores, against the {need:.2f} s that 4× the fastest peer allows")
+    if pub / n > need:
+        line += (": no publish that compresses at the default level meets the target on this machine, however "
+                 "little else it does.")
+    else:
+        line += f": the target leaves {need - pub / n:.2f} s for everything else."
+    line += f" chunkstore's publish spends {cs['publish_cpu_s']['median'] / pub:.1f}× this CPU time."
+    for c in others:
+        lower = read + sha + f[f"compress_{c}_s"]
+        line += (f" With {c}: {lower:.2f} CPU-s, at best {lower / n:.2f} s (a faster level stores more than "
+                 "restic's zstd on the kernel tarball: docs/design.md, \"Why zstd level 3\").")
+    out.append(line)
+    rst = create + sha + f[f"decode_{default}_s"]
+    need = fastest["restore"] / 3
+    line = (f"- restore: create + decode + hash = {rst:.2f} CPU-s, at best {rst / n:.2f} s on {n} cores, against "
+            f"the {need:.2f} s that 3× the fastest peer allows")
+    if rst / n > need:
+        line += ": no restore that verifies what it writes meets the target on this machine, however little else it does."
+    else:
+        line += (f": the target leaves {need - rst / n:.2f} s ({(need - rst / n) / need:.0%} of it) for everything "
+                 "else a restore does (reading the packs, the index, directories, modes and times), with both cores "
+                 "busy from the first file to the last.")
+    line += f" chunkstore's restore spends {cs['restore_cpu_s']['median'] / rst:.1f}× this CPU time."
+    out.append(line)
     return out
