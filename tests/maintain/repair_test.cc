@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fault_env.h"
 #include "format/pack_format.h"
 #include "hash/digest.h"
 #include "test_util.h"
@@ -116,6 +117,74 @@ TEST_F(RepairTest, ADamagedChunkIsWrittenAgainFromAReplicaAndTheLogHasIt) {
   auto gc = (*rebuilt)->Gc(testing::GcNow());
   ASSERT_TRUE(gc.ok()) << gc.status().ToString();
   ExpectReadsBack(**rebuilt);
+}
+
+// A repair that fails at any file operation (EIO, a full disk, or a crash
+// followed by power loss), each time on a fresh copy of the damaged store,
+// leaves it as the repair found it or repaired, never between: the object
+// reads back exactly or fails naming the damaged chunk, verify finds that
+// chunk and nothing else, and a repair run again mends it.
+TEST_F(RepairTest, ARepairThatFailsAtAnyFileOperationLeavesTheDamageForTheNextOne) {
+  Damage("s", 2);
+  auto replica = Open("replica");
+  const fs::path work = dir_ / "w";
+  int failures = 0;
+  bool done = false;
+  for (int n = 1; n < 200 && !done; ++n) {
+    for (const int how : {0, 1, 2}) {  // EIO, ENOSPC, crash then power loss
+      SCOPED_TRACE("operation " + std::to_string(n) + (how == 0 ? " EIO" : how == 1 ? " ENOSPC" : " crash"));
+      fs::remove_all(work);
+      fs::copy(dir_ / "s", work, fs::copy_options::recursive);
+      testing::FaultEnv env(Env::Posix());
+      {
+        Options o;
+        o.env = &env;
+        auto s = Store::Open(work, o);
+        ASSERT_TRUE(s.ok()) << s.status().ToString();
+        if (how == 2) env.CrashAt(n);
+        else env.FailAt(n, how == 1);
+        auto r = (*s)->RepairChunks(*replica);
+        env.FailAt(0);
+        if (!env.fired()) {
+          ASSERT_TRUE(r.ok()) << r.status().ToString();
+          EXPECT_EQ(r->repaired.size(), 1u);
+          done = true;
+          break;
+        }
+        ++failures;
+        // A failure it could go around (a read tried again) still repairs.
+        if (r.ok()) {
+          EXPECT_EQ(r->repaired.size(), 1u);
+        }
+      }
+      if (how == 2) env.DropUnsyncedData();
+      auto s = Store::Open(work);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      auto got = testing::ReadObject(**s, id_);
+      if (got.ok()) {
+        EXPECT_TRUE(*got == data_) << "wrong bytes after a failed repair";
+      } else {
+        EXPECT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+        EXPECT_NE(got.status().message().find(chunks_[2].id), std::string::npos) << got.status().ToString();
+      }
+      auto v = (*s)->Verify();
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      for (const VerifyProblem& p : v->problems) {
+        if (p.kind == "orphan-pack") continue;  // a new pack the failed repair never named
+        EXPECT_EQ(p.kind, "corrupt-chunk") << p.message;
+        EXPECT_EQ(p.chunk_id, chunks_[2].id) << p.message;
+      }
+      EXPECT_EQ(v->corrupt(), !got.ok());
+      auto again = (*s)->RepairChunks(*replica);
+      ASSERT_TRUE(again.ok()) << again.status().ToString();
+      EXPECT_EQ(again->repaired.size(), got.ok() ? 0u : 1u);
+      auto gc = (*s)->Gc(testing::GcNow());
+      ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+      ExpectReadsBack(**s);
+    }
+  }
+  EXPECT_TRUE(done) << "no repair got through";
+  EXPECT_GE(failures, 20) << "the repair made too few file operations to fail";
 }
 
 TEST_F(RepairTest, AStoreWithNothingDamagedIsLeftAsItWas) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <thread>
 
+#include "fault_env.h"
 #include "test_util.h"
 
 namespace chunkstore {
@@ -56,7 +57,7 @@ TEST_F(VerifyTest, CleanStorePasses) {
 
 // Another handle publishes all the while: a change committed during the
 // check is never taken for a difference between the index and the log
-// (the log is held from its replay to the end of the comparison).
+// (a difference counts only when three comparisons in a row find it).
 TEST_F(VerifyTest, PublishesDuringVerifyAreNoDifference) {
   auto writer = Open();
   auto checker = Open();
@@ -140,6 +141,46 @@ TEST_F(VerifyTest, DamagedPackHeaderIsReported) {
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->corrupt());
   EXPECT_EQ(r->problems[0].kind, "bad-pack-header");
+}
+
+// A log record that fails its checks is damage, and repair will not write
+// after it; a log that cannot be read (EIO) is an error of the check, never
+// reported as damage.
+TEST_F(VerifyTest, ADamagedLogIsDamageAndAnUnreadableOneIsAnError) {
+  const std::string segment = dir_ / "s/log/00000000000000000001.log";
+  {
+    testing::FaultEnv env(Env::Posix());
+    Options o;
+    o.env = &env;
+    auto s = Store::Open(dir_ / "s", o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    env.FailAt(1);
+    auto r = (*s)->Verify();
+    env.FailAt(0);
+    ASSERT_TRUE(env.fired());
+    ASSERT_FALSE(r.ok()) << "an unreadable log was reported as " << (r->problems.empty() ? "sound" : r->problems[0].kind);
+    EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+  }
+  std::vector<uint8_t> log = testing::ReadFile(segment);
+  ASSERT_GT(log.size(), 200u);
+  log[log.size() - 40] ^= 0x04;  // inside the last change
+  testing::WriteFile(segment, log);
+  auto s = Store::Open(dir_ / "s");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto r = (*s)->Verify();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->corrupt());
+  ASSERT_NE(Find(*r, "log-damaged"), nullptr) << (r->problems.empty() ? "nothing found" : r->problems[0].kind);
+  // Nothing for repair to do but the log, and it refuses before writing.
+  Flip(16 + 64 + 5);  // the first chunk's payload
+  auto replica = Store::Open(dir_ / "replica", testing::SmallChunks());
+  ASSERT_TRUE(replica.ok());
+  ASSERT_TRUE((*replica)->PublishBytes(data_.data(), data_.size(), "a").ok());
+  auto repaired = (*s)->RepairChunks(**replica);
+  ASSERT_FALSE(repaired.ok());
+  EXPECT_TRUE(repaired.status().IsCorruption()) << repaired.status().ToString();
+  EXPECT_NE(repaired.status().message().find("mend the log first"), std::string::npos) << repaired.status().ToString();
+  EXPECT_EQ(testing::ReadFile(segment), log);
 }
 
 TEST_F(VerifyTest, OrphanPackIsOnlyAWarning) {

@@ -267,6 +267,9 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   CHUNKSTORE_RETURN_IF_ERROR(truth->PrepareBucketCache());
   std::vector<Problem> problems;
   Status s = Bootstrap(truth, &problems);
+  // A request that failed (the service down, access denied) found no
+  // damage: that is the check's failure, not a finding.
+  if (!s.ok() && !IsLogDamage(s)) return s;
   if (!s.ok()) problems.push_back({true, s.message()});
   // What a repair set aside stays on record: its change is lost.
   Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);

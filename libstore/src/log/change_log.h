@@ -34,6 +34,10 @@ namespace chunkstore::internal {
 inline constexpr const char* kIndexBehindLog = "the change is in the store's log but the index could not be updated";
 inline bool IndexBehindLog(const Status& s) { return s.message().find(kIndexBehindLog) != std::string::npos; }
 
+// Whether a replay's failure is damage to the log (a record that fails
+// its checks, a gap, a missing piece) rather than a failure to read it.
+inline bool IsLogDamage(const Status& s) { return s.IsCorruption() || s.IsNotFound(); }
+
 class ChangeLog {
  public:
   virtual ~ChangeLog() = default;
@@ -96,7 +100,9 @@ class ChangeLog {
   };
   // Replays the whole log into truth (an empty index; may be null) and
   // returns what is wrong with the log itself, for verify: a record that
-  // fails its checks, a gap in the sequence. Empty when sound.
+  // fails its checks, a gap in the sequence. Empty when sound. A log that
+  // cannot be read (an I/O error, a failed request) is an error, not a
+  // finding (IsLogDamage).
   virtual Result<std::vector<Problem>> Check(Index* truth) = 0;
 
   // Moves a damaged record out of the log (a bucket's quarantine/), losing

@@ -498,6 +498,9 @@ Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
   }
   std::vector<std::string> notes;
   Status s = ReplayLocked(*truth, &notes);
+  // A log that could not be read (EIO, no memory) was not found damaged:
+  // that is the check's failure, not a finding.
+  if (!s.ok() && !IsLogDamage(s)) return s;
   std::vector<Problem> problems;
   for (std::string& n : notes) problems.push_back({false, std::move(n)});
   if (!s.ok()) problems.push_back({true, s.message()});

@@ -107,6 +107,12 @@ Result<RepairReport> RepairStoreChunks(const RepairTarget& t, const ChunkFetch& 
     if (p.kind == "index-differs" || p.kind == "index-damaged")
       return Status::Corruption("repair stopped before writing anything: " + p.message +
                                 "; run index rebuild, then repair again");
+    // A damaged log gave verify nothing to compare the index with, and a
+    // change appended after the damage is one no replay reaches.
+    if (p.kind == "log-damaged")
+      return Status::Corruption("repair stopped before writing anything: " + p.message +
+                                "; mend the log first (a bucket: repair quarantine KEY; a directory store: its "
+                                "damaged log segment from a copy), then repair again");
     if ((p.kind == "corrupt-chunk" || p.kind == "missing-chunk") && Digest::FromHex(p.chunk_id)) {
       std::set<std::string>& objects = damaged[p.chunk_id];
       if (!p.object_id.empty()) objects.insert(p.object_id);
