@@ -254,6 +254,30 @@ TEST_F(GcTest, OnlyOneGcAtATime) {
   EXPECT_TRUE(store_->Gc().status().IsBusy());
 }
 
+// gc --dry-run holds nothing while it looks: a change another handle
+// commits between its replay of the log and its comparison with the index
+// is no difference between them (one that every comparison finds is).
+TEST_F(GcTest, ADryRunBesideAPublisherFindsNoDifference) {
+  auto writer = *Store::Open(dir_ / "s");
+  int runs = 0, stopped = 0;
+  std::string first;
+  {
+    testing::BackgroundPublisher publishing(*writer, 80);
+    while ((!publishing.done() || runs < 5) && runs < 2000) {
+      GcOptions o = GcNow();
+      o.dry_run = true;
+      auto r = store_->Gc(o);
+      ++runs;
+      if (!r.ok()) {
+        ++stopped;
+        if (first.empty()) first = r.status().ToString();
+      }
+    }
+  }
+  EXPECT_GE(runs, 5);
+  EXPECT_EQ(stopped, 0) << first;
+}
+
 // A pack the log does not name and nobody holds the lock of is a dead
 // writer's (a publish killed before its commit): the next gc removes it,
 // however young. One whose lock is held (a writer at work) stays, and so

@@ -61,25 +61,18 @@ TEST_F(VerifyTest, CleanStorePasses) {
 TEST_F(VerifyTest, PublishesDuringVerifyAreNoDifference) {
   auto writer = Open();
   auto checker = Open();
-  std::atomic<bool> done{false};
-  std::thread publishing([&] {
-    // A bounded store: each verify reads all of it, under sanitizers too.
-    for (uint64_t i = 0; i < 80; ++i) {
-      const auto d = RandomBytes(3000, 100 + i);
-      EXPECT_TRUE(writer->PublishBytes(d.data(), d.size(), "w/" + std::to_string(i)).ok());
-    }
-    done = true;
-  });
   int differences = 0, verifies = 0;
-  while ((!done.load() || verifies < 5) && verifies < 2000) {
-    VerifyOptions o;
-    o.quick = true;
-    auto r = checker->Verify(o);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ++verifies;
-    for (const auto& p : r->problems) differences += p.kind == "index-differs";
+  {
+    testing::BackgroundPublisher publishing(*writer, 80);
+    while ((!publishing.done() || verifies < 5) && verifies < 2000) {
+      VerifyOptions o;
+      o.quick = true;
+      auto r = checker->Verify(o);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ++verifies;
+      for (const auto& p : r->problems) differences += p.kind == "index-differs";
+    }
   }
-  publishing.join();
   EXPECT_GE(verifies, 5);
   EXPECT_EQ(differences, 0);
 }

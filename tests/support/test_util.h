@@ -13,8 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chunkstore/store.h"
@@ -92,6 +94,28 @@ inline void FlipPackByte(const std::filesystem::path& store_dir, uint64_t offset
 
 // gc that removes unreferenced pack files at once, not after the hour
 // a writer's new pack is given.
+// Publishes n small objects through store ("w/0" to "w/<n-1>") on a
+// thread of its own, for checks that must hold while a writer goes on; the
+// destructor waits for it. A bounded number: a check that reads the whole
+// store each time stays quick under sanitizers too.
+class BackgroundPublisher {
+ public:
+  BackgroundPublisher(Store& store, uint64_t n)
+      : thread_([this, &store, n] {
+          for (uint64_t i = 0; i < n; ++i) {
+            const auto d = RandomBytes(3000, 100 + i);
+            EXPECT_TRUE(store.PublishBytes(d.data(), d.size(), "w/" + std::to_string(i)).ok());
+          }
+          done_ = true;
+        }) {}
+  ~BackgroundPublisher() { thread_.join(); }
+  bool done() const { return done_.load(); }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 inline GcOptions GcNow() {
   GcOptions o;
   o.orphan_grace_seconds = 0;

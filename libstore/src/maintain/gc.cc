@@ -11,6 +11,7 @@
 #include "format/manifest.h"
 #include "format/pack_format.h"
 #include "index/apply.h"
+#include "maintain/settle.h"
 
 namespace chunkstore::internal {
 
@@ -152,10 +153,11 @@ Result<GcReport> Collector::Run() {
   truth_ = std::move(*truth);
 
   Garbage g;
+  // held: null for a dry run, which compared already (CompareSettled).
   auto decide = [&](ChangeLog::Held* held) -> Status {
     // The live index must be what the log says before gc trusts either.
     std::vector<IndexDifference> diffs;
-    for (int attempt = 0;; ++attempt) {
+    for (int attempt = 0; held; ++attempt) {
       {
         auto db = t_.index->Lock();
         Result<std::vector<IndexDifference>> d = CompareIndexes(*db, *truth_, 1);
@@ -167,7 +169,7 @@ Result<GcReport> Collector::Run() {
       // truth's: both follow the log again before the difference counts.
       // (Only a log gc holds throughout, a bucket's, follows itself
       // while held.)
-      if (diffs.empty() || !held || !t_.log->gc_holds_throughout() || attempt == 2) break;
+      if (diffs.empty() || !t_.log->gc_holds_throughout() || attempt == 2) break;
       CHUNKSTORE_RETURN_IF_ERROR(t_.log->CatchUp());
       CHUNKSTORE_RETURN_IF_ERROR(held->Replay(*truth_));
     }
@@ -182,11 +184,21 @@ Result<GcReport> Collector::Run() {
   };
 
   if (o_.dry_run) {
-    // Nothing is held or changed: a replay into the scratch is the truth.
-    Result<std::vector<ChangeLog::Problem>> damage = t_.log->Check(truth_.get());
-    if (!damage.ok()) return damage.status();
-    for (const auto& p : *damage)
+    // Nothing is held or changed: a replay into the scratch is the truth,
+    // and writers go on meanwhile, so only a difference that every one of
+    // a few comparisons finds stops the dry run, as it does verify.
+    Result<SettledComparison> settled = CompareSettled(*t_.index, *t_.log, 3, 1000);
+    if (!settled.ok()) return settled.status();
+    for (const auto& p : settled->log_problems)
       if (p.damage) return Status::Corruption("gc stopped: " + p.message);
+    if (!settled->walk_failed.ok()) return settled->walk_failed;
+    if (!settled->differences.empty()) {
+      const IndexDifference& d = settled->differences[0];
+      return Status::Corruption("gc stopped: the index differs from the store's log (" + d.message +
+                                    "); run verify, then index rebuild",
+                                d.object_id);
+    }
+    truth_ = std::move(settled->truth);
     CHUNKSTORE_RETURN_IF_ERROR(decide(nullptr));
     for (const auto& [name, use] : g.packs) {
       const uint64_t data = DataBytes(use.row);

@@ -15,6 +15,7 @@
 #include "hash/sha256_pair.h"
 #include "index/apply.h"
 #include "index/refs.h"
+#include "maintain/settle.h"
 
 namespace chunkstore::internal {
 
@@ -62,7 +63,7 @@ class Verifier {
 };
 
 // How many times the index is compared with a fresh replay of the log
-// before a difference is reported (see CheckIndexAndLog).
+// before a difference is reported (settle.h).
 constexpr int kCompareAttempts = 3;
 
 Status Verifier::CheckIndexAndLog() {
@@ -72,54 +73,21 @@ Status Verifier::CheckIndexAndLog() {
     if (!sqlite.ok()) return sqlite.status();
     for (const std::string& p : *sqlite) Problem("index-damaged", "", "", "", 0, "the index database: " + p);
   }
-  // Writers go on while verify runs: a change committed between the
-  // replay of the log and the comparison shows as a difference that is
-  // not there. Such a difference is gone on the next comparison (the
-  // index caught up, and the next replay has the change), where damage
-  // stays: only what every one of a few comparisons finds is reported.
-  // The log is not held during the comparison, which on a large store
-  // takes long enough to make writers give up.
-  std::vector<ChangeLog::Problem> log_problems;
-  Status walk_failed;
-  std::map<std::string, IndexDifference> persistent;  // by message
-  for (int attempt = 1;; ++attempt) {
-    Result<std::unique_ptr<Index>> truth = t_.index->NewScratch();
-    if (!truth.ok()) return truth.status();
-    Result<std::vector<ChangeLog::Problem>> log = t_.log->Check(truth->get());
-    if (!log.ok()) return log.status();
-    log_problems = std::move(*log);
-    bool log_sound = true;
-    for (const auto& p : log_problems) log_sound = log_sound && !p.damage;
-    // A damaged log gives no truth to compare with.
-    if (!log_sound) break;
-    Result<std::vector<IndexDifference>> diffs = [&] {
-      auto db = t_.index->Lock();
-      return CompareIndexes(*db, **truth, 1000);
-    }();
-    if (!diffs.ok()) {
-      walk_failed = diffs.status();  // an index too damaged to walk is itself the finding
-      break;
-    }
-    std::map<std::string, IndexDifference> found;
-    for (auto& d : *diffs)
-      if (attempt == 1 || persistent.count(d.message)) found.emplace(d.message, std::move(d));
-    persistent = std::move(found);
-    if (persistent.empty() || attempt == kCompareAttempts) break;
-    if (!t_.log->CatchUp().ok()) break;  // a read-only store: what was found stands
-  }
-  bool log_sound = true;
-  for (const auto& p : log_problems) {
+  // Writers go on while verify runs: only a difference every one of a few
+  // comparisons finds counts (settle.h).
+  Result<SettledComparison> settled = CompareSettled(*t_.index, *t_.log, kCompareAttempts, 1000);
+  if (!settled.ok()) return settled.status();
+  for (const auto& p : settled->log_problems)
     Problem(p.damage ? "log-damaged" : "log-cut-short", "", "", "", 0, p.message);
-    log_sound = log_sound && !p.damage;
-  }
-  if (!log_sound) return Status::OK();
-  if (!walk_failed.ok()) {
-    Problem("index-differs", "", "", "", 0, walk_failed.message());
+  if (settled->log_damaged) return Status::OK();
+  if (!settled->walk_failed.ok()) {
+    // An index too damaged to walk is itself the finding.
+    Problem("index-differs", "", "", "", 0, settled->walk_failed.message());
     return Status::OK();
   }
   auto db = t_.index->Lock();
   size_t listed = 0;
-  for (const auto& [message, d] : persistent)
+  for (const IndexDifference& d : settled->differences)
     if (listed++ < 50) Problem("index-differs", d.object_id, "", "", 0, d.message);
   Result<std::vector<NameRow>> dangling = db->DanglingNames();
   if (!dangling.ok()) return dangling.status();
