@@ -242,6 +242,46 @@ TEST_P(BucketCheckpointTest, AKeyInTheLogTheStoreDidNotWriteIsRefusedByName) {
   }
 }
 
+// A checkpoint that cannot be read (the service failing) is an error of
+// the check, not damage; a damaged one the replay goes around (for the
+// checkpoint before it) is damage verify reports, but the log is whole,
+// and repair is not stopped by it.
+TEST_P(BucketCheckpointTest, AnUnreadableCheckpointIsAnErrorAndADamagedOneLeavesRepairFree) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
+  ASSERT_TRUE(a);
+  PublishNamed(*a, 0, 3);
+  GcAfterRemoving(*a, "gone");
+  PublishNamed(*a, 3, 2);
+  GcAfterRemoving(*a, "gone-too");
+  std::vector<std::string> checkpoints = Keys("checkpoints/");
+  ASSERT_GE(checkpoints.size(), 2u);
+  std::sort(checkpoints.begin(), checkpoints.end());
+
+  faulty_->FailGetsUnder("checkpoints/");
+  auto v = a->Verify();
+  faulty_->FailGetsUnder("");
+  ASSERT_FALSE(v.ok()) << "an unreadable checkpoint was reported as "
+                       << (v->problems.empty() ? "nothing" : v->problems[0].kind);
+  EXPECT_TRUE(v.status().IsIOError()) << v.status().ToString();
+
+  FlipBit(checkpoints.back());
+  v = a->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->corrupt());
+  bool reported = false;
+  for (const auto& p : v->problems) {
+    EXPECT_EQ(p.kind, "log-damaged") << p.message;
+    reported = reported || p.message.find(checkpoints.back()) != std::string::npos;
+  }
+  EXPECT_TRUE(reported) << "the damaged checkpoint is not named";
+  auto empty = Store::Open(dir_ / "empty");
+  ASSERT_TRUE(empty.ok());
+  auto r = a->RepairChunks(**empty);
+  ASSERT_TRUE(r.ok()) << "repair stopped at a checkpoint the replay went around: " << r.status().ToString();
+  EXPECT_EQ(r->damaged, 0u);
+  ExpectNamed(*a, 5);
+}
+
 CHUNKSTORE_ON_EVERY_BUCKET(BucketCheckpointTest);
 
 }  // namespace

@@ -36,6 +36,12 @@ class FaultyBlobStore final : public BlobStore {
     countdown_ = -1;
     broken_ = false;
   }
+  // Every whole-blob GET of a key under prefix fails with an I/O error
+  // from now on ("": none does).
+  void FailGetsUnder(const std::string& prefix) {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_gets_under_ = prefix;
+  }
   int mutations() const { return mutations_; }
   // Makes every pack upload take at least `ms` and records how many ran
   // at once.
@@ -126,6 +132,8 @@ class FaultyBlobStore final : public BlobStore {
     {
       std::lock_guard<std::mutex> l(mu_);
       got_.push_back(key);
+      if (!fail_gets_under_.empty() && key.rfind(fail_gets_under_, 0) == 0)
+        return Status::IOError("GET " + key + ": 503 Service Unavailable (injected)");
     }
     Note("GET", key);
     return t_->Get(key);
@@ -206,6 +214,7 @@ class FaultyBlobStore final : public BlobStore {
   }
   BlobStore* t_;
   std::mutex mu_;
+  std::string fail_gets_under_;
   int countdown_ = -1;
   bool broken_ = false;
   int mutations_ = 0;

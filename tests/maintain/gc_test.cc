@@ -258,7 +258,9 @@ TEST_F(GcTest, OnlyOneGcAtATime) {
 // commits between its replay of the log and its comparison with the index
 // is no difference between them (one that every comparison finds is).
 TEST_F(GcTest, ADryRunBesideAPublisherFindsNoDifference) {
-  auto writer = *Store::Open(dir_ / "s");
+  auto opened = Store::Open(dir_ / "s");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto writer = std::move(*opened);
   int runs = 0, stopped = 0;
   std::string first;
   {
@@ -276,6 +278,21 @@ TEST_F(GcTest, ADryRunBesideAPublisherFindsNoDifference) {
   }
   EXPECT_GE(runs, 5);
   EXPECT_EQ(stopped, 0) << first;
+}
+
+// What every comparison finds does stop a dry run: an index that lost a
+// chunk's row is not its log's view.
+TEST_F(GcTest, ADryRunStopsAtADifferenceEveryComparisonFinds) {
+  const std::string id = Put(RandomBytes(50000, 3), "x");
+  const auto chunks = *store_->Chunks(id);
+  testing::Sql(dir_ / "s", "DELETE FROM chunks WHERE id = x'" + chunks.at(0).id + "'");
+  Reopen();
+  GcOptions o = GcNow();
+  o.dry_run = true;
+  auto r = store_->Gc(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("differs from the store's log"), std::string::npos) << r.status().ToString();
 }
 
 // A pack the log does not name and nobody holds the lock of is a dead

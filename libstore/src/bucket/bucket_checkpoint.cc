@@ -57,6 +57,17 @@ Status BucketLog::Bootstrap(Index* scratch, std::vector<Problem>* problems) {
       continue;
     }
     Result<std::string> bytes = blobs_->Get(key);
+    if (!bytes.ok() && problems) {
+      // A check reports what is wrong with the log: a request that failed
+      // says nothing about it, and a checkpoint another machine removed
+      // since the listing (its gc or a newer checkpoint) is no damage.
+      if (!IsLogDamage(bytes.status()))
+        return bytes.status().WithContext("cannot read checkpoint " + key + " of " + blobs_->Describe());
+      if (bytes.status().IsNotFound()) {
+        note(false, "checkpoint " + key + " was removed while the log was read; the one before it was used");
+        continue;
+      }
+    }
     Result<ChangeSet> c = bytes.ok() ? DecodeChangeSet(*bytes, secret_, key) : Result<ChangeSet>(bytes.status());
     if (c.ok() && c->kind != ChangeSet::kCheckpoint)
       c = Status::Corruption(std::string("a ") + ChangeKindName(c->kind) + " change set where a checkpoint belongs");
@@ -270,7 +281,7 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   // A request that failed (the service down, access denied) found no
   // damage: that is the check's failure, not a finding.
   if (!s.ok() && !IsLogDamage(s)) return s;
-  if (!s.ok()) problems.push_back({true, s.message()});
+  if (!s.ok()) problems.push_back({true, s.message(), true});
   // What a repair set aside stays on record: its change is lost.
   Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);
   if (!aside.ok()) return aside.status();

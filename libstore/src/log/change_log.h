@@ -35,8 +35,12 @@ inline constexpr const char* kIndexBehindLog = "the change is in the store's log
 inline bool IndexBehindLog(const Status& s) { return s.message().find(kIndexBehindLog) != std::string::npos; }
 
 // Whether a replay's failure is damage to the log (a record that fails
-// its checks, a gap, a missing piece) rather than a failure to read it.
-inline bool IsLogDamage(const Status& s) { return s.IsCorruption() || s.IsNotFound(); }
+// its checks or cannot be decoded, a gap, a missing piece) rather than a
+// failure to read it: an I/O error, a disk or service that refuses, a
+// lock not had.
+inline bool IsLogDamage(const Status& s) {
+  return !(s.ok() || s.IsIOError() || s.IsNoSpace() || s.IsBusy() || s.IsPermissionDenied());
+}
 
 class ChangeLog {
  public:
@@ -97,6 +101,11 @@ class ChangeLog {
   struct Problem {
     bool damage = true;  // false: a note (a commit a crash cut short, which was never made)
     std::string message;
+    // The replay stopped here: what the log holds past it is unread, and a
+    // change appended now would be one no replay reaches. false for damage
+    // the replay went around (a bucket checkpoint passed over for the one
+    // before it).
+    bool stopped = false;
   };
   // Replays the whole log into truth (an empty index; may be null) and
   // returns what is wrong with the log itself, for verify: a record that

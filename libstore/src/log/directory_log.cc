@@ -503,7 +503,7 @@ Result<std::vector<ChangeLog::Problem>> DirectoryLog::Check(Index* truth) {
   if (!s.ok() && !IsLogDamage(s)) return s;
   std::vector<Problem> problems;
   for (std::string& n : notes) problems.push_back({false, std::move(n)});
-  if (!s.ok()) problems.push_back({true, s.message()});
+  if (!s.ok()) problems.push_back({true, s.message(), true});
   return problems;
 }
 

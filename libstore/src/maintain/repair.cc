@@ -101,18 +101,14 @@ Result<RepairReport> RepairStoreChunks(const RepairTarget& t, const ChunkFetch& 
   if (!checked.ok()) return checked.status();
   RepairReport report;
   std::map<std::string, std::set<std::string>> damaged;  // chunk id (hex) -> objects needing it
+  bool log_damaged = false;
   for (const VerifyProblem& p : checked->problems) {
     // The damage is found in the index; an index that is not its log's
     // view would send the fix to the wrong rows.
     if (p.kind == "index-differs" || p.kind == "index-damaged")
       return Status::Corruption("repair stopped before writing anything: " + p.message +
                                 "; run index rebuild, then repair again");
-    // A damaged log gave verify nothing to compare the index with, and a
-    // change appended after the damage is one no replay reaches.
-    if (p.kind == "log-damaged")
-      return Status::Corruption("repair stopped before writing anything: " + p.message +
-                                "; mend the log first (a bucket: repair quarantine KEY; a directory store: its "
-                                "damaged log segment from a copy), then repair again");
+    if (p.kind == "log-damaged") log_damaged = true;
     if ((p.kind == "corrupt-chunk" || p.kind == "missing-chunk") && Digest::FromHex(p.chunk_id)) {
       std::set<std::string>& objects = damaged[p.chunk_id];
       if (!p.object_id.empty()) objects.insert(p.object_id);
@@ -121,6 +117,19 @@ Result<RepairReport> RepairStoreChunks(const RepairTarget& t, const ChunkFetch& 
     } else if (!IsWarning(p.kind)) {
       ++report.other_problems;
     }
+  }
+  if (log_damaged) {
+    // Damage the replay stopped at gave verify nothing to compare the
+    // index with, and a change appended after it is one no replay reaches.
+    // Damage it went around (a bucket checkpoint passed over for the one
+    // before it) leaves the log whole.
+    Result<std::vector<ChangeLog::Problem>> log = v.log->Check(nullptr);
+    if (!log.ok()) return log.status();
+    for (const ChangeLog::Problem& p : *log)
+      if (p.stopped)
+        return Status::Corruption("repair stopped before writing anything: " + p.message +
+                                  "; mend the log first (a bucket: repair quarantine KEY; a directory store: its "
+                                  "damaged log segment from a copy), then repair again");
   }
   report.damaged = damaged.size();
   if (damaged.empty()) return report;

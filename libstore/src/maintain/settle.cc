@@ -9,6 +9,8 @@ namespace chunkstore::internal {
 Result<SettledComparison> CompareSettled(IndexHandle& index, ChangeLog& log, int attempts, size_t limit) {
   SettledComparison out;
   std::map<std::string, IndexDifference> persistent;  // by message
+  std::vector<IndexDifference> last;                   // the last comparison's
+  bool all_cut_off = limit > 0;
   for (int attempt = 1;; ++attempt) {
     Result<std::unique_ptr<Index>> truth = index.NewScratch();
     if (!truth.ok()) return truth.status();
@@ -28,12 +30,26 @@ Result<SettledComparison> CompareSettled(IndexHandle& index, ChangeLog& log, int
       out.walk_failed = diffs.status();
       return out;
     }
+    // A comparison cut off at the limit may list other differences each
+    // time (the walk's order moves as writers go on): where every one was
+    // cut off, far more differ than any race explains, and the last list
+    // stands.
+    all_cut_off = all_cut_off && diffs->size() >= limit;
     std::map<std::string, IndexDifference> found;
     for (auto& d : *diffs)
-      if (attempt == 1 || persistent.count(d.message)) found.emplace(d.message, std::move(d));
+      if (attempt == 1 || persistent.count(d.message)) found.emplace(d.message, d);
     persistent = std::move(found);
-    if (persistent.empty() || attempt >= attempts) break;
-    if (!log.CatchUp().ok()) break;  // a read-only store: what was found stands
+    last = std::move(*diffs);
+    if (persistent.empty() && !all_cut_off) break;
+    if (attempt >= attempts) break;
+    // A writer's change the index has not caught up with is what the next
+    // comparison must not find; an index that cannot catch up is an error
+    // of the check, not a difference.
+    CHUNKSTORE_RETURN_IF_ERROR(log.CatchUp());
+  }
+  if (all_cut_off) {
+    out.differences = std::move(last);
+    return out;
   }
   for (auto& [message, d] : persistent) out.differences.push_back(std::move(d));
   return out;

@@ -32,8 +32,9 @@ struct SettledComparison {
 
 // Compares index with fresh replays of log up to `attempts` times (at
 // least 1), catching the index up between them; keeps the differences
-// (at most `limit` per comparison) that every comparison found. A store
-// that cannot catch up (read-only) keeps what the first found.
+// (at most `limit` per comparison) that every comparison found, or the
+// last comparison's where every one reached the limit. A failure to catch
+// up is returned as the error it is.
 Result<SettledComparison> CompareSettled(IndexHandle& index, ChangeLog& log, int attempts, size_t limit);
 
 }  // namespace chunkstore::internal
