@@ -9,6 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/common.sh
 install_packages wrk curl
-release_tools chunkstore
-python3 scripts/measure_serve.py --chunkstore build-release/cli/chunkstore "$@"
+release_tools chunkstore chunkstore-bench
+python3 scripts/measure_serve.py --chunkstore build-release/cli/chunkstore --bench build-release/bench/chunkstore-bench "$@"
 python3 scripts/report.py

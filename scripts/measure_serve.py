@@ -7,6 +7,10 @@ alternating rounds (medians with min-max, ratios per round):
   against `chunkstore cat REF > /dev/null` of the same object, with the
   CPU time of each (the GET's: the server's and curl's), and the bound it
   sets: no GET can take less than its CPU time over the cores;
+- the floor of any verified GET, whatever the server: the SHA-256 of every
+  byte (chunkstore-bench codec-sha256, one thread) plus what moving the
+  bytes to curl over loopback costs with no server work at all (a bare
+  HTTP responder that sendfile()s the raw file, and curl), over the cores;
 - `chunkstore --store http://HOST:PORT cat` of it (a served store read as
   a bucket, every chunk verified by the client) against the local `cat`;
 - 32 KiB GETs at random offsets of that object, 8 keep-alive clients (wrk,
@@ -67,6 +71,35 @@ def process_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# A bare HTTP/1.1 responder: every request gets the file's bytes, sent by
+# the kernel from the page cache (sendfile), nothing checked. What it and
+# curl spend is the cost of the transfer alone.
+BARE_SERVER = """
+import os, socket, sys
+path = sys.argv[1]
+size = os.path.getsize(path)
+fd = os.open(path, os.O_RDONLY)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    req = b""
+    while b"\\r\\n\\r\\n" not in req:
+        got = c.recv(4096)
+        if not got:
+            break
+        req += got
+    c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n" % size)
+    off = 0
+    while off < size:
+        off += os.sendfile(c.fileno(), fd, off, size - off)
+    c.close()
+"""
+
+
 def stats(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "samples": values}
 
@@ -81,6 +114,7 @@ def payload(path, mib):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunkstore", required=True)
+    ap.add_argument("--bench", help="chunkstore-bench, for the SHA-256 floor (none: not measured)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--wrk-seconds", type=int, default=10)
     args = ap.parse_args()
@@ -106,6 +140,9 @@ def main():
             f.write(WRK_SCRIPT % (256 << 20, f"/objects/{oid}"))
         cat_s, get_s, get_ratio, rps = [], [], [], []
         cat_cpu, get_cpu, get_bound = [], [], []
+        bare_cpu, bare_s = [], []
+        bare = subprocess.Popen([sys.executable, "-c", BARE_SERVER, obj], stdout=subprocess.PIPE, text=True)
+        bare_url = f"http://127.0.0.1:{bare.stdout.readline().strip()}/"
         http_s, http_ratio = [], []
         devnull = open(os.devnull, "wb")
         http_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
@@ -130,6 +167,10 @@ def main():
             # However the work is spread, a GET takes at least its CPU time
             # (server and client) over the cores.
             get_bound.append(got["cat"][0] / (got["get"][1] / os.cpu_count()))
+            before = process_cpu(bare.pid)
+            wall, curl_cpu = timed_cpu(["curl", "-s", "-o", "/dev/null", bare_url])
+            bare_s.append(wall)
+            bare_cpu.append(curl_cpu + process_cpu(bare.pid) - before)
             http_s.append(timed([exe, "--store", http_store, "cat", oid], stdout=devnull, env=http_env))
             http_ratio.append(got["cat"][0] / http_s[-1])
             out = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", f"{args.wrk_seconds}s", "-s", lua,
@@ -140,6 +181,15 @@ def main():
                   f"http store cat {http_s[-1]:.3f} s, {rps[-1]:,.0f} range requests/s", flush=True)
         server.terminate()
         server.wait()
+        bare.terminate()
+        bare.wait()
+        sha_s = None
+        if args.bench:
+            report = os.path.join(work, "sha.json")
+            subprocess.run([args.bench, "--size", "1MiB", "--codec-input", obj, "--only", "^codec-sha256$",
+                            "--warmups", "1", "--samples", "5", "--json", report], check=True, stdout=devnull)
+            with open(report) as f:
+                sha_s = next(r for r in json.load(f)["results"] if r["name"] == "codec-sha256")["median_ms"] / 1000
 
         # copy: 1 GiB of new data, against a durable publish of it.
         big = os.path.join(work, "big")
@@ -203,6 +253,8 @@ def main():
                       "cat_cpu_s": stats(cat_cpu), "get_cpu_s": stats(get_cpu), "get_vs_cat_cpu_bound": stats(get_bound),
                       "http_store_cat_s": stats(http_s), "http_store_cat_vs_cat": stats(http_ratio),
                       "range_32k_requests_per_s": stats(rps), "object_bytes": 256 << 20,
+                      "bare_get_s": stats(bare_s), "bare_get_cpu_s": stats(bare_cpu),
+                      **({"sha256_cpu_s": sha_s} if sha_s else {}),
                       "wrk": f"wrk -t 2 -c 8 -d {args.wrk_seconds}s, 32 KiB ranges at random offsets"},
             "copy": {"copy_s": stats(copy_s), "publish_s": stats(publish_s), "copy_vs_publish": stats(copy_ratio),
                      "copy_to_http_s": stats(push_s), "copy_to_http_vs_publish": stats(push_ratio),
