@@ -18,10 +18,15 @@ Result<SettledComparison> CompareSettled(IndexHandle& index, ChangeLog& log, int
     Result<std::vector<ChangeLog::Problem>> problems = log.Check(out.truth.get());
     if (!problems.ok()) return problems.status();
     out.log_problems = std::move(*problems);
-    out.log_damaged = false;
-    for (const auto& p : out.log_problems) out.log_damaged = out.log_damaged || p.damage;
-    // A damaged log gives no truth to compare with.
-    if (out.log_damaged) return out;
+    out.log_damaged = out.log_stopped = false;
+    for (const auto& p : out.log_problems) {
+      out.log_damaged = out.log_damaged || p.damage;
+      out.log_stopped = out.log_stopped || p.stopped;
+    }
+    // A replay that stopped at damage gives no truth to compare with; one
+    // that went around it (a bucket checkpoint passed over for the one
+    // before) read the whole log.
+    if (out.log_stopped) return out;
     Result<std::vector<IndexDifference>> diffs = [&] {
       auto db = index.Lock();
       return CompareIndexes(*db, *out.truth, limit);

@@ -24,7 +24,8 @@ namespace chunkstore::internal {
 
 struct SettledComparison {
   std::vector<ChangeLog::Problem> log_problems;  // the log's own, from the last replay
-  bool log_damaged = false;                      // then nothing was compared
+  bool log_damaged = false;                      // damage anywhere in the log
+  bool log_stopped = false;                      // the replay stopped at it: nothing was compared
   Status walk_failed;                            // an index too damaged to compare
   std::vector<IndexDifference> differences;      // found by every comparison
   std::unique_ptr<Index> truth;                  // the last replay

@@ -79,7 +79,7 @@ Status Verifier::CheckIndexAndLog() {
   if (!settled.ok()) return settled.status();
   for (const auto& p : settled->log_problems)
     Problem(p.damage ? "log-damaged" : "log-cut-short", "", "", "", 0, p.message);
-  if (settled->log_damaged) return Status::OK();
+  if (settled->log_stopped) return Status::OK();
   if (!settled->walk_failed.ok()) {
     // An index too damaged to walk is itself the finding.
     Problem("index-differs", "", "", "", 0, settled->walk_failed.message());
