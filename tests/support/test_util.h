@@ -92,8 +92,6 @@ inline void FlipPackByte(const std::filesystem::path& store_dir, uint64_t offset
   f.put(static_cast<char>(c ^ 0x01));
 }
 
-// gc that removes unreferenced pack files at once, not after the hour
-// a writer's new pack is given.
 // Publishes n small objects through store ("w/0" to "w/<n-1>") on a
 // thread of its own, for checks that must hold while a writer goes on; the
 // destructor waits for it. A bounded number: a check that reads the whole
@@ -116,6 +114,8 @@ class BackgroundPublisher {
   std::thread thread_;
 };
 
+// gc that removes unreferenced pack files at once, not after the hour
+// a writer's new pack is given.
 inline GcOptions GcNow() {
   GcOptions o;
   o.orphan_grace_seconds = 0;
