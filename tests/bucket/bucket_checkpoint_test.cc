@@ -66,6 +66,14 @@ class BucketCheckpointTest : public BucketTest {
     ASSERT_TRUE(gc.ok()) << gc.status().ToString();
     ASSERT_GT(gc->objects_removed, 0u);
   }
+  // "n0" to "n4", with a checkpoint after the third and another after the
+  // fifth.
+  void TwoCheckpoints(Store& s) {
+    PublishNamed(s, 0, 3);
+    GcAfterRemoving(s, "gone1");
+    PublishNamed(s, 3, 2);
+    GcAfterRemoving(s, "gone2");
+  }
 };
 
 TEST_P(BucketCheckpointTest, ANewMachineReadsTheNewestCheckpointAndOnlyTheRecordsAfterIt) {
@@ -158,10 +166,7 @@ TEST_P(BucketCheckpointTest, ACheckpointCutShortBeforeItsMarkIsPassedOver) {
 TEST_P(BucketCheckpointTest, ADamagedCheckpointFallsBackToTheOneBeforeAndVerifySaysSo) {
   auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
   ASSERT_TRUE(a);
-  PublishNamed(*a, 0, 3);
-  GcAfterRemoving(*a, "gone1");
-  PublishNamed(*a, 3, 2);
-  GcAfterRemoving(*a, "gone2");
+  TwoCheckpoints(*a);
   PublishNamed(*a, 5, 1);
   auto checkpoints = Keys("checkpoints/");
   ASSERT_EQ(checkpoints.size(), 2u);
@@ -249,10 +254,7 @@ TEST_P(BucketCheckpointTest, AKeyInTheLogTheStoreDidNotWriteIsRefusedByName) {
 TEST_P(BucketCheckpointTest, AnUnreadableCheckpointIsAnErrorAndADamagedOneLeavesRepairFree) {
   auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
   ASSERT_TRUE(a);
-  PublishNamed(*a, 0, 3);
-  GcAfterRemoving(*a, "gone");
-  PublishNamed(*a, 3, 2);
-  GcAfterRemoving(*a, "gone-too");
+  TwoCheckpoints(*a);
   std::vector<std::string> checkpoints = Keys("checkpoints/");
   ASSERT_GE(checkpoints.size(), 2u);
   std::sort(checkpoints.begin(), checkpoints.end());
