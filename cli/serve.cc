@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -78,27 +79,59 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 }
 
 // Verified readers of recently served objects, kept open for the next
-// request: opening one looks up every chunk of its object.
+// request: opening one looks up every chunk of its object. Each remembers
+// when its object was last found in the index, so that a request by id
+// within kRecheck of that needs no index query at all: at thousands of
+// small range requests a second, the query (and the index lock every
+// worker thread would queue on) cost more than the rest of the request.
+// An object removed from the store (rm, then gc) stops being served by
+// id within kRecheck; an id is immutable, so nothing else can go stale.
 class ReaderPool {
  public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::duration kRecheck = std::chrono::seconds(1);
+
+  struct Entry {
+    std::unique_ptr<chunkstore::Reader> reader;
+    Clock::time_point confirmed;  // when its object was last found in the index
+  };
+
   explicit ReaderPool(chunkstore::Store& store) : store_(store) {}
-  chunkstore::Result<std::unique_ptr<chunkstore::Reader>> Take(const std::string& id) {
+
+  // A pooled reader of id whose object was found in the index less than
+  // kRecheck ago, or an empty entry.
+  Entry TakeConfirmed(const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = free_.find(id);
+    if (it == free_.end() || it->second.empty() || Clock::now() - it->second.back().confirmed >= kRecheck) return {};
+    Entry e = std::move(it->second.back());
+    it->second.pop_back();
+    --count_;
+    return e;
+  }
+
+  // A reader of id, which the caller has just found in the index.
+  chunkstore::Result<Entry> Take(const std::string& id) {
+    const Clock::time_point now = Clock::now();
     {
       std::lock_guard<std::mutex> l(mu_);
       auto it = free_.find(id);
       if (it != free_.end() && !it->second.empty()) {
-        auto r = std::move(it->second.back());
+        auto r = std::move(it->second.back().reader);
         it->second.pop_back();
         --count_;
-        return r;
+        return Entry{std::move(r), now};
       }
     }
-    return store_.OpenReader(id);
+    auto r = store_.OpenReader(id);
+    if (!r.ok()) return r.status();
+    return Entry{std::move(*r), now};
   }
-  void Give(std::unique_ptr<chunkstore::Reader> r) {
+
+  void Give(Entry e) {
     std::lock_guard<std::mutex> l(mu_);
     if (count_ >= kMax) free_.clear(), count_ = 0;  // crude, but bounded
-    free_[r->id()].push_back(std::move(r));
+    free_[e.reader->id()].push_back(std::move(e));
     ++count_;
   }
 
@@ -106,7 +139,7 @@ class ReaderPool {
   static constexpr size_t kMax = 64;
   chunkstore::Store& store_;
   std::mutex mu_;
-  std::map<std::string, std::vector<std::unique_ptr<chunkstore::Reader>>> free_;
+  std::map<std::string, std::vector<Entry>> free_;
   size_t count_ = 0;
 };
 
@@ -136,6 +169,7 @@ struct Body {
   Server* server = nullptr;
   Exchange* exchange = nullptr;  // for counting; outlives the body
   std::unique_ptr<chunkstore::Reader> reader;
+  ReaderPool::Clock::time_point confirmed;  // when reader's object was last found in the index
   std::vector<BodyPart> parts;
   size_t part = 0;
   uint64_t in_part = 0;  // bytes of the current part already sent
@@ -149,14 +183,38 @@ struct Server {
   bool allow_write = false;
   std::string token;
   uint64_t max_upload = 0;  // bytes; 0: no limit
-  std::mutex log_mu;
   Server(chunkstore::Store& s) : store(s), readers(s) {}
 
-  void Log(const std::string& line) {
-    std::lock_guard<std::mutex> l(log_mu);
-    std::cerr << line << "\n" << std::flush;
+  // Problems are written at once. Access lines wait in a buffer that the
+  // main loop writes out every 100 ms (or sooner when it fills): one
+  // write per request cost a tenth of a small range request's time.
+  void Log(const std::string& line, bool now = true) {
+    std::lock_guard<std::mutex> l(log_mu_);
+    log_.append(line).push_back('\n');
+    if (now || log_.size() >= kLogBuffer) WriteLogLocked();
   }
+  void FlushLog() {
+    std::lock_guard<std::mutex> l(log_mu_);
+    WriteLogLocked();
+  }
+
+ private:
+  static constexpr size_t kLogBuffer = 64 * 1024;
+  void WriteLogLocked() {
+    if (log_.empty()) return;
+    std::cerr << log_ << std::flush;
+    log_.clear();
+  }
+  std::mutex log_mu_;
+  std::string log_;
 };
+
+// The buffer libmicrohttpd fills from a streamed body: it allocates and
+// zeroes this much for every response, which for a 32 KiB range cost more
+// than the copy into it.
+size_t BlockSize(uint64_t body_length) {
+  return static_cast<size_t>(std::clamp<uint64_t>(body_length, 4096, 256 * 1024));
+}
 
 MHD_Result Queue(MHD_Connection* c, Exchange* x, unsigned status, MHD_Response* r, uint64_t buffered = 0) {
   x->status = status;
@@ -236,7 +294,7 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
 
 void FreeBody(void* cls) {
   auto* b = static_cast<Body*>(cls);
-  if (b->reader && !b->failed) b->server->readers.Give(std::move(b->reader));
+  if (b->reader && !b->failed) b->server->readers.Give({std::move(b->reader), b->confirmed});
   delete b;
 }
 
@@ -262,23 +320,29 @@ bool Matches(const char* list, const std::string& etag) {
 
 MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, bool by_id) {
   Server* sv = x->server;
-  chunkstore::Result<std::string> id = sv->store.Resolve(ref);
-  if (!id.ok()) return Failure(c, x, id.status());
-  auto reader = sv->readers.Take(*id);
-  if (!reader.ok()) return Failure(c, x, reader.status());
-  const uint64_t size = (*reader)->size();
-  const std::string etag = "\"" + *id + "\"";
+  ReaderPool::Entry pooled;
+  if (by_id) pooled = sv->readers.TakeConfirmed(ref);
+  if (!pooled.reader) {
+    chunkstore::Result<std::string> found = sv->store.Resolve(ref);
+    if (!found.ok()) return Failure(c, x, found.status());
+    auto taken = sv->readers.Take(*found);
+    if (!taken.ok()) return Failure(c, x, taken.status());
+    pooled = std::move(*taken);
+  }
+  const std::string id = pooled.reader->id();  // a copy: the reader may go back to the pool before headers() runs
+  const uint64_t size = pooled.reader->size();
+  const std::string etag = "\"" + id + "\"";
   auto headers = [&](MHD_Response* r) {
     M().add_response_header(r, "ETag", etag.c_str());
     M().add_response_header(r, "Accept-Ranges", "bytes");
     uint8_t digest[32];
-    for (int i = 0; i < 32; ++i) digest[i] = static_cast<uint8_t>(std::stoi(id->substr(7 + 2 * i, 2), nullptr, 16));
+    for (int i = 0; i < 32; ++i) digest[i] = static_cast<uint8_t>(std::stoi(id.substr(7 + 2 * i, 2), nullptr, 16));
     M().add_response_header(r, "Repr-Digest", ("sha-256=:" + Base64(digest, 32) + ":").c_str());
     M().add_response_header(r, "Cache-Control", by_id ? "public, max-age=31536000, immutable" : "no-cache");
-    if (!by_id) M().add_response_header(r, "Content-Location", ("/objects/" + *id).c_str());
+    if (!by_id) M().add_response_header(r, "Content-Location", ("/objects/" + id).c_str());
   };
   if (Matches(Header(c, "If-None-Match"), etag)) {
-    sv->readers.Give(std::move(*reader));
+    sv->readers.Give(std::move(pooled));
     MHD_Response* r = M().create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
     headers(r);
     return Queue(c, x, MHD_HTTP_NOT_MODIFIED, r);
@@ -289,7 +353,7 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
     if (!if_range || Matches(if_range, etag)) ranges = ParseRange(range, size);
   }
   if (ranges.outcome == RangeRequest::kUnsatisfiable) {
-    sv->readers.Give(std::move(*reader));
+    sv->readers.Give(std::move(pooled));
     MHD_Response* r = M().create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
     headers(r);
     M().add_response_header(r, "Content-Range", ("bytes */" + std::to_string(size)).c_str());
@@ -298,7 +362,8 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
   auto* body = new Body;
   body->server = sv;
   body->exchange = x;
-  body->reader = std::move(*reader);
+  body->reader = std::move(pooled.reader);
+  body->confirmed = pooled.confirmed;
   unsigned status = MHD_HTTP_OK;
   std::string content_type = kOctets, content_range;
   if (ranges.outcome == RangeRequest::kWhole) {
@@ -318,12 +383,12 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
     content_range = "bytes " + std::to_string(br.first) + "-" + std::to_string(br.last) + "/" + std::to_string(size);
   } else {
     status = MHD_HTTP_PARTIAL_CONTENT;
-    const std::string boundary = "chunkstore-" + id->substr(7, 24);
+    const std::string boundary = "chunkstore-" + id.substr(7, 24);
     body->parts = MultipartLayout(ranges.ranges, size, boundary, kOctets);
     content_type = "multipart/byteranges; boundary=" + boundary;
   }
   const uint64_t length = BodyLength(body->parts);
-  MHD_Response* r = M().create_response_from_callback(length, 256 * 1024, Stream, body, FreeBody);
+  MHD_Response* r = M().create_response_from_callback(length, BlockSize(length), Stream, body, FreeBody);
   if (!r) {
     FreeBody(body);
     return Text(c, x, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot create a response\n");
@@ -457,7 +522,7 @@ MHD_Result SendBlobAnswer(MHD_Connection* c, Exchange* x, BlobAnswer a) {
   MHD_Response* r = nullptr;
   if (a.stream) {
     auto* body = new BlobBody{x->server, x, std::move(a.key), a.offset, a.length};
-    r = M().create_response_from_callback(a.length, 256 * 1024, StreamBlob, body,
+    r = M().create_response_from_callback(a.length, BlockSize(a.length), StreamBlob, body,
                                           [](void* p) { delete static_cast<BlobBody*>(p); });
     if (!r) {
       delete body;
@@ -553,7 +618,8 @@ void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminatio
   char line[64];
   std::snprintf(line, sizeof line, " %u %llu %.1fms", x->status, static_cast<unsigned long long>(x->body_bytes), ms);
   sv->Log(x->peer + " \"" + x->method + " " + Printable(x->url) + "\"" + line +
-          (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)"));
+              (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)"),
+          false);
   delete x;
   *con_cls = nullptr;
 }
@@ -641,6 +707,7 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
   auto last = std::chrono::steady_clock::now();
   while (!g_interrupted.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    sv.FlushLog();
     if (store.is_bucket() && std::chrono::steady_clock::now() - last > std::chrono::seconds(5)) {
       last = std::chrono::steady_clock::now();
       Status s = store.Refresh();
@@ -648,6 +715,7 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
     }
   }
   M().stop_daemon(d);
+  sv.FlushLog();
   return kOk;
 }
 
