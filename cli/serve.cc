@@ -94,6 +94,7 @@ class ReaderPool {
   struct Entry {
     std::unique_ptr<chunkstore::Reader> reader;
     Clock::time_point confirmed;  // when its object was last found in the index
+    bool proven = false;          // a whole read through it ended with the object's id proven
   };
 
   explicit ReaderPool(chunkstore::Store& store) : store_(store) {}
@@ -117,15 +118,16 @@ class ReaderPool {
       std::lock_guard<std::mutex> l(mu_);
       auto it = free_.find(id);
       if (it != free_.end() && !it->second.empty()) {
-        auto r = std::move(it->second.back().reader);
+        Entry e = std::move(it->second.back());
         it->second.pop_back();
         --count_;
-        return Entry{std::move(r), now};
+        e.confirmed = now;
+        return e;
       }
     }
     auto r = store_.OpenReader(id);
     if (!r.ok()) return r.status();
-    return Entry{std::move(*r), now};
+    return Entry{std::move(*r), now, false};
   }
 
   void Give(Entry e) {
@@ -170,6 +172,8 @@ struct Body {
   Exchange* exchange = nullptr;  // for counting; outlives the body
   std::unique_ptr<chunkstore::Reader> reader;
   ReaderPool::Clock::time_point confirmed;  // when reader's object was last found in the index
+  bool proven = false;                       // reader has proven its object's id (ReaderPool::Entry)
+  bool at_random = false;                    // the current part is read with ReadAt (Stream)
   std::vector<BodyPart> parts;
   size_t part = 0;
   uint64_t in_part = 0;  // bytes of the current part already sent
@@ -183,7 +187,19 @@ struct Server {
   bool allow_write = false;
   std::string token;
   uint64_t max_upload = 0;  // bytes; 0: no limit
+  uint64_t whole_from_cache = 0;  // bytes; a proven object up to this size is sent from the chunk cache
   Server(chunkstore::Store& s) : store(s), readers(s) {}
+
+  // Whether a whole read of object id may fill the cache now (AtRandom).
+  bool MayFill(const std::string& id) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> l(fill_mu_);
+    auto it = filled_.find(id);
+    if (it != filled_.end() && now - it->second < std::chrono::minutes(1)) return false;
+    if (filled_.size() >= 1024) filled_.clear();  // bounded; forgetting only allows a fill sooner
+    filled_[id] = now;
+    return true;
+  }
 
   // Problems are written at once. Access lines wait in a buffer that the
   // main loop writes out every 100 ms (or sooner when it fills): one
@@ -207,6 +223,8 @@ struct Server {
   }
   std::mutex log_mu_;
   std::string log_;
+  std::mutex fill_mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> filled_;
 };
 
 // The buffer libmicrohttpd fills from a streamed body: it allocates and
@@ -242,6 +260,24 @@ MHD_Result Failure(MHD_Connection* c, Exchange* x, const Status& s) {
   return Text(c, x, code, std::string(CodeName(s.code())) + ": " + s.message() + "\n");
 }
 
+// How part p of a body is read. A short range (a header, one tensor) is
+// read at random: its chunks go through the store's cache, where the next
+// request for a nearby range finds them verified. A long one streams with
+// read-ahead, past the cache, and the whole object streams so that its id
+// is proven too. Once a reader has proven its object's id, its manifest is
+// known to give the object's bytes, and checking each chunk against its id
+// proves them again: a whole object that fits the cache twice over is then
+// read at random when all its chunks are there (sent from verified memory,
+// no pack read, no hashing), or to bring them in, at most once a minute
+// per object, so that objects taking turns in a cache too small for them
+// do not evict each other on every request.
+bool AtRandom(Body& b, const BodyPart& p, bool whole) {
+  if (!whole) return p.range.length() <= kShortRange;
+  const uint64_t size = b.reader->size();
+  if (!b.proven || size > b.server->whole_from_cache) return false;
+  return b.reader->Cached(0, size) || b.server->MayFill(b.reader->id());
+}
+
 ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
   auto* b = static_cast<Body*>(cls);
   size_t out = 0;
@@ -260,23 +296,23 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
       b->in_part = 0;
       continue;
     }
-    // A short range (a header, one tensor) is read at random: its chunks
-    // go through the store's cache, where the next request for a nearby
-    // range finds them verified. A long one streams with read-ahead, and
-    // the whole object streams so that its id is checked too.
-    const bool short_range = p.range.length() <= kShortRange && p.range.length() < b->reader->size();
-    if (data_done == 0 && !short_range) {
-      Status s = b->reader->Seek(p.range.first);
-      if (s.ok()) b->reader->LimitReadAhead(p.range.last + 1);
-      if (!s.ok()) {
-        b->failed = true;
-        b->server->Log("chunkstore: serve: " + Printable(s.message()));
-        return MHD_CONTENT_READER_END_WITH_ERROR;
+    const uint64_t size = b->reader->size();
+    const bool whole = p.range.length() == size;
+    if (data_done == 0) {
+      b->at_random = AtRandom(*b, p, whole);
+      if (!b->at_random) {
+        Status s = b->reader->Seek(p.range.first);
+        if (s.ok()) b->reader->LimitReadAhead(p.range.last + 1);
+        if (!s.ok()) {
+          b->failed = true;
+          b->server->Log("chunkstore: serve: " + Printable(s.message()));
+          return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
       }
     }
     const size_t want = std::min<uint64_t>(max - out, p.range.length() - data_done);
-    chunkstore::Result<size_t> n = short_range ? b->reader->ReadAt(p.range.first + data_done, buf + out, want)
-                                               : b->reader->Read(buf + out, want);
+    chunkstore::Result<size_t> n = b->at_random ? b->reader->ReadAt(p.range.first + data_done, buf + out, want)
+                                                : b->reader->Read(buf + out, want);
     if (!n.ok() || *n == 0) {
       // The headers are out: the only honest answer left is a short body.
       b->failed = true;
@@ -286,6 +322,8 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
     }
     out += *n;
     b->in_part += *n;
+    // A whole read hands out its last bytes only once the id is proven.
+    if (whole && !b->at_random && data_done + *n == size) b->proven = true;
   }
   if (out == 0) return MHD_CONTENT_READER_END_OF_STREAM;
   b->exchange->body_bytes += out;
@@ -294,7 +332,7 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
 
 void FreeBody(void* cls) {
   auto* b = static_cast<Body*>(cls);
-  if (b->reader && !b->failed) b->server->readers.Give({std::move(b->reader), b->confirmed});
+  if (b->reader && !b->failed) b->server->readers.Give({std::move(b->reader), b->confirmed, b->proven});
   delete b;
 }
 
@@ -364,6 +402,7 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
   body->exchange = x;
   body->reader = std::move(pooled.reader);
   body->confirmed = pooled.confirmed;
+  body->proven = pooled.proven;
   unsigned status = MHD_HTTP_OK;
   std::string content_type = kOctets, content_range;
   if (ranges.outcome == RangeRequest::kWhole) {
@@ -681,6 +720,7 @@ int CmdServe(const Globals& g, const ServeArgs& a) {
   sv.blobs = std::move(*view);
   sv.allow_write = a.allow_write;
   sv.max_upload = a.max_upload_mib << 20;
+  sv.whole_from_cache = with_cache.cache_bytes / 2;
   sv.token = token;
   const unsigned threads = a.threads ? a.threads : std::max(4u, 2 * std::thread::hardware_concurrency());
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;

@@ -475,11 +475,28 @@ def main():
     # Damage: a transfer ends short, never with other bytes.
     packs = sorted(os.path.join(store, "packs", p) for p in os.listdir(os.path.join(store, "packs")))
     biggest = max(packs, key=os.path.getsize)
-    with open(biggest, "r+b") as f:
-        f.seek(os.path.getsize(biggest) // 2)
-        b = f.read(1)
-        f.seek(-1, 1)
-        f.write(bytes([b[0] ^ 0x55]))
+
+    def damage():
+        with open(biggest, "r+b") as f:
+            f.seek(os.path.getsize(biggest) // 2)
+            b = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([b[0] ^ 0x55]))
+
+    # A whole object is read from its packs (proving its id) until a reader
+    # of it has proven it; then it is brought into the cache of verified
+    # chunks, and sent from there: damage to the packs after that changes
+    # nothing it sends.
+    srv = Server(store)
+    try:
+        for i in range(3):
+            status, h, body = get(f"{srv.url}/objects/{big_id}")
+            check(status == 200 and body == big, f"whole GET {i + 1} of a popular object")
+        damage()
+        status, h, body = get(f"{srv.url}/objects/{big_id}")
+        check(status == 200 and body == big, "sent from verified memory, whatever happened to its pack since")
+    finally:
+        srv.stop()
     srv = Server(store)
     u = srv.url
     try:

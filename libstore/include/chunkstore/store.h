@@ -284,6 +284,15 @@ class Reader {
   // at or past `end` is verified ahead from then on. Reads past `end` still
   // work (they verify as they go). Default: the object's end.
   virtual void LimitReadAhead(uint64_t end) { (void)end; }
+  // A hint: whether every chunk holding bytes [offset, offset + length) is
+  // in the store's cache of verified chunks now, so that ReadAt of them
+  // would neither read a pack nor hash. Another reader of the same store
+  // may evict them the next moment; reads stay correct either way. Default
+  // (and for readers that keep no such cache): false.
+  virtual bool Cached(uint64_t offset, uint64_t length) const {
+    (void)offset, (void)length;
+    return false;
+  }
 };
 
 class Batch;

@@ -24,6 +24,11 @@ ChunkCache::Bytes ChunkCache::Get(const Digest& id) {
   return it->second->second;
 }
 
+bool ChunkCache::Contains(const Digest& id) {
+  std::lock_guard<std::mutex> l(mu_);
+  return map_.count(id) != 0;
+}
+
 void ChunkCache::Put(const Digest& id, Bytes bytes) {
   // What the buffer holds on to, not what it is filled with: a pooled
   // buffer may be far larger than a small chunk in it.

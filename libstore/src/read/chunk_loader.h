@@ -42,6 +42,8 @@ class ChunkCache {
   explicit ChunkCache(size_t budget) : budget_(budget) {}
   Bytes Get(const Digest& id);
   void Put(const Digest& id, Bytes bytes);
+  // Whether id is held, without making it more recent.
+  bool Contains(const Digest& id);
 
  private:
   std::mutex mu_;
@@ -133,6 +135,8 @@ class ChunkLoader {
   // on a bucket, another machine's gc: the log is caught up first).
   // nullopt: no longer stored at all.
   Result<std::optional<ChunkLocation>> Relocate(const Digest& chunk_id);
+  // Whether chunk_id's verified bytes are in the memory cache now.
+  bool Cached(const Digest& chunk_id) { return cache_.Contains(chunk_id); }
 
   // Read-ahead of sequential readers: how many chunks to keep in flight,
   // and on how many workers. From a bucket, fetches wait on the network,

@@ -55,6 +55,7 @@ class InlineObjectReader final : public Reader {
   }
 
   Result<size_t> ReadAt(uint64_t offset, void* buf, size_t n) override { return Copy(offset, buf, n); }
+  bool Cached(uint64_t, uint64_t) const override { return true; }  // checked when opened, and held
 
   Result<ByteView> ReadView(size_t n) override {
     const size_t take = std::min(n, content_.size() - pos_);
@@ -150,6 +151,14 @@ class ObjectReader final : public Reader {
 
   Result<size_t> ReadAt(uint64_t offset, void* buf, size_t n) override {
     return Copy(offset, buf, n, false);
+  }
+
+  bool Cached(uint64_t offset, uint64_t length) const override {
+    if (offset >= size_ || length == 0) return true;
+    const size_t last = ChunkAt(std::min(size_, offset + length) - 1);
+    for (size_t i = ChunkAt(offset); i <= last; ++i)
+      if (!loader_->Cached(entries_[i].id)) return false;
+    return true;
   }
 
   Result<ByteView> ReadView(size_t n) override {

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reader::Cached: true exactly when every chunk under a range is in the
+// store's cache of verified chunks, so that ReadAt of the range reads no
+// pack (a damaged pack does not matter to it then). Random reads fill the
+// cache; sequential ones leave it alone; a store without a cache never
+// says true but for an inline object, whose content the reader holds.
+#include "test_util.h"
+
+namespace chunkstore {
+namespace {
+
+using testing::RandomBytes;
+using testing::TempDir;
+
+TEST(CachedHintTest, TrueExactlyForTheChunksRandomReadsBroughtIn) {
+  TempDir dir;
+  const auto data = RandomBytes(120000, 7);
+  std::string id;
+  std::vector<ChunkInfo> chunks;
+  {
+    auto s = *Store::Open(dir / "s", testing::SmallChunks());
+    id = s->PublishBytes(data.data(), data.size())->id;
+    chunks = *s->Chunks(id);
+  }
+  ASSERT_GE(chunks.size(), 4u);
+  auto s = *Store::Open(dir / "s", testing::SmallChunks());
+  auto reader = std::move(*s->OpenReader(id));
+  EXPECT_FALSE(reader->Cached(0, data.size()));
+  EXPECT_TRUE(reader->Cached(0, 0)) << "an empty range needs no chunk";
+  EXPECT_TRUE(reader->Cached(data.size(), 10)) << "nor does one past the end";
+
+  // A whole sequential read streams past the cache.
+  std::vector<uint8_t> buf(data.size());
+  size_t pos = 0;
+  while (pos < buf.size()) {
+    auto n = reader->Read(buf.data() + pos, buf.size() - pos);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_GT(*n, 0u);
+    pos += *n;
+  }
+  EXPECT_EQ(buf, data);
+  EXPECT_FALSE(reader->Cached(chunks[1].offset, 1));
+
+  // A random read of chunk 1 brings in chunk 1 alone.
+  uint8_t one[16];
+  ASSERT_EQ(*reader->ReadAt(chunks[1].offset + 3, one, sizeof one), sizeof one);
+  EXPECT_TRUE(reader->Cached(chunks[1].offset, chunks[1].length));
+  EXPECT_TRUE(reader->Cached(chunks[1].offset + 5, 1));
+  EXPECT_FALSE(reader->Cached(chunks[1].offset, chunks[1].length + 1)) << "the range reaches chunk 2";
+  EXPECT_FALSE(reader->Cached(chunks[0].offset + chunks[0].length - 1, 2)) << "the range starts in chunk 0";
+  EXPECT_FALSE(reader->Cached(0, data.size()));
+
+  // Every chunk read at random: the whole object is cached, for any
+  // reader of this store, and ReadAt no longer needs the packs.
+  for (const auto& c : chunks) ASSERT_EQ(*reader->ReadAt(c.offset, one, 1), 1u);
+  EXPECT_TRUE(reader->Cached(0, data.size()));
+  auto other = std::move(*s->OpenReader(id));
+  EXPECT_TRUE(other->Cached(0, data.size()));
+  testing::FlipPackByte(dir / "s", 16 + 64 + 5);  // chunk 0's payload
+  std::vector<uint8_t> again(data.size());
+  ASSERT_EQ(*other->ReadAt(0, again.data(), again.size()), data.size());
+  EXPECT_EQ(again, data);
+
+  // Another store's cache is its own: there chunk 0 is read, and damaged.
+  auto fresh = *Store::Open(dir / "s", testing::SmallChunks());
+  auto cold = std::move(*fresh->OpenReader(id));
+  EXPECT_FALSE(cold->Cached(0, 1));
+  auto n = cold->ReadAt(0, again.data(), 1);
+  ASSERT_FALSE(n.ok());
+  EXPECT_TRUE(n.status().IsCorruption()) << n.status().ToString();
+  EXPECT_FALSE(cold->Cached(0, 1)) << "a chunk that failed its check is not cached";
+}
+
+TEST(CachedHintTest, WithoutACacheOnlyAnInlineObjectIsHeld) {
+  TempDir dir;
+  Options o = testing::SmallChunks();
+  o.cache_bytes = 0;
+  auto s = *Store::Open(dir / "s", o);
+  const auto data = RandomBytes(50000, 8);
+  const std::string big = s->PublishBytes(data.data(), data.size())->id;
+  const std::string small = s->PublishBytes("tiny", 4)->id;
+  auto reader = std::move(*s->OpenReader(big));
+  uint8_t b[8];
+  ASSERT_EQ(*reader->ReadAt(100, b, sizeof b), sizeof b);
+  EXPECT_FALSE(reader->Cached(100, 8));
+  auto inline_reader = std::move(*s->OpenReader(small));
+  EXPECT_TRUE(inline_reader->Cached(0, 4));
+}
+
+}  // namespace
+}  // namespace chunkstore
