@@ -6,11 +6,16 @@ alternating rounds (medians with min-max, ratios per round):
 - a full GET of a 256 MiB object through `serve` (curl to /dev/null)
   against `chunkstore cat REF > /dev/null` of the same object, with the
   CPU time of each (the GET's: the server's and curl's), and the bound it
-  sets: no GET can take less than its CPU time over the cores;
-- the floor of any verified GET, whatever the server: the SHA-256 of every
-  byte (chunkstore-bench codec-sha256, one thread) plus what moving the
-  bytes to curl over loopback costs with no server work at all (a bare
-  HTTP responder that sendfile()s the raw file, and curl), over the cores;
+  sets: no GET can take less than its CPU time over the cores. The server
+  is warm: two GETs before the rounds proved the object's id and brought
+  its chunks into the cache of verified chunks. Each round also starts a
+  fresh server and times its first GET (read from the packs, the id
+  proven) and its second (the chunks brought into the cache);
+- the floor of a GET that hashes every byte (a first GET), whatever the
+  server: the SHA-256 of every byte (chunkstore-bench codec-sha256, one
+  thread) plus what moving the bytes to curl over loopback costs with no
+  server work at all (a bare HTTP responder that sendfile()s the raw
+  file, and curl), over the cores;
 - `chunkstore --store http://HOST:PORT cat` of it (a served store read as
   a bucket, every chunk verified by the client) against the local `cat`;
 - 32 KiB GETs at random offsets of that object, 8 keep-alive clients (wrk,
@@ -128,17 +133,30 @@ def main():
         oid = subprocess.run([exe, "--store", store, "--json", "stat", "obj"], check=True, capture_output=True,
                              text=True).stdout
         oid = json.loads(oid)["id"]
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = subprocess.Popen([exe, "--store", store, "-q", "serve", "--listen", f"127.0.0.1:{port}"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+
+        def start_server():
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                p = sock.getsockname()[1]
+            proc = subprocess.Popen([exe, "--store", store, "-q", "serve", "--listen", f"127.0.0.1:{p}"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            return proc, p
+
+        def get_with_cpu(proc, url):
+            before = process_cpu(proc.pid)
+            wall, curl_cpu = timed_cpu(["curl", "-s", "-o", "/dev/null", url])
+            return wall, curl_cpu + process_cpu(proc.pid) - before
+
+        server, port = start_server()
         url = f"http://127.0.0.1:{port}/objects/{oid}"
+        for _ in range(2):  # the id proven, then the chunks in the cache
+            subprocess.run(["curl", "-s", "-o", "/dev/null", url], check=True)
         lua = os.path.join(work, "ranges.lua")
         with open(lua, "w") as f:
             f.write(WRK_SCRIPT % (256 << 20, f"/objects/{oid}"))
         cat_s, get_s, get_ratio, rps = [], [], [], []
+        first_s, first_ratio, first_cpu, fill_s, fill_ratio = [], [], [], [], []
         cat_cpu, get_cpu, get_bound = [], [], []
         bare_cpu, bare_s = [], []
         bare = subprocess.Popen([sys.executable, "-c", BARE_SERVER, obj], stdout=subprocess.PIPE, text=True)
@@ -149,13 +167,8 @@ def main():
         http_store = f"http://127.0.0.1:{port}"
         subprocess.run([exe, "--store", http_store, "ls"], check=True, env=http_env, stdout=devnull)  # its cache
         for rnd in range(args.rounds):
-            def get_with_server_cpu():
-                before = process_cpu(server.pid)
-                wall, curl_cpu = timed_cpu(["curl", "-s", "-o", "/dev/null", url])
-                return wall, curl_cpu + process_cpu(server.pid) - before
-
             pair = [("cat", lambda: timed_cpu([exe, "--store", store, "cat", oid], stdout=devnull)),
-                    ("get", get_with_server_cpu)]
+                    ("get", lambda: get_with_cpu(server, url))]
             if rnd % 2:
                 pair.reverse()
             got = {name: fn() for name, fn in pair}
@@ -167,6 +180,16 @@ def main():
             # However the work is spread, a GET takes at least its CPU time
             # (server and client) over the cores.
             get_bound.append(got["cat"][0] / (got["get"][1] / os.cpu_count()))
+            fresh, fresh_port = start_server()
+            fresh_url = f"http://127.0.0.1:{fresh_port}/objects/{oid}"
+            wall, cpu = get_with_cpu(fresh, fresh_url)
+            first_s.append(wall)
+            first_cpu.append(cpu)
+            first_ratio.append(got["cat"][0] / wall)
+            fill_s.append(get_with_cpu(fresh, fresh_url)[0])
+            fill_ratio.append(got["cat"][0] / fill_s[-1])
+            fresh.terminate()
+            fresh.wait()
             before = process_cpu(bare.pid)
             wall, curl_cpu = timed_cpu(["curl", "-s", "-o", "/dev/null", bare_url])
             bare_s.append(wall)
@@ -178,6 +201,7 @@ def main():
             rps.append(float(next(line.split()[1] for line in out.splitlines() if line.startswith("Requests/sec"))))
             print(f"measure_serve: round {rnd + 1}: cat {got['cat'][0]:.3f} s ({got['cat'][1]:.3f} s CPU), "
                   f"GET {got['get'][0]:.3f} s ({got['get'][1]:.3f} s CPU, server and curl), "
+                  f"first GET {first_s[-1]:.3f} s, second {fill_s[-1]:.3f} s, "
                   f"http store cat {http_s[-1]:.3f} s, {rps[-1]:,.0f} range requests/s", flush=True)
         server.terminate()
         server.wait()
@@ -253,6 +277,9 @@ def main():
                       "cat_cpu_s": stats(cat_cpu), "get_cpu_s": stats(get_cpu), "get_vs_cat_cpu_bound": stats(get_bound),
                       "http_store_cat_s": stats(http_s), "http_store_cat_vs_cat": stats(http_ratio),
                       "range_32k_requests_per_s": stats(rps), "object_bytes": 256 << 20,
+                      "first_get_s": stats(first_s), "first_get_vs_cat": stats(first_ratio),
+                      "first_get_cpu_s": stats(first_cpu), "fill_get_s": stats(fill_s),
+                      "fill_get_vs_cat": stats(fill_ratio),
                       "bare_get_s": stats(bare_s), "bare_get_cpu_s": stats(bare_cpu),
                       **({"sha256_cpu_s": sha_s} if sha_s else {}),
                       "wrk": f"wrk -t 2 -c 8 -d {args.wrk_seconds}s, 32 KiB ranges at random offsets"},

@@ -2,6 +2,7 @@
 // Store round trips, range reads, dedupe, corruption detection and opening
 // rules, on disk and in memory.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "chunkstore/env.h"
 #include "hash/digest.h"
+#include "read/chunk_loader.h"
 #include "store/store_impl.h"
 #include "base/task_pool.h"
 #include "test_util.h"
@@ -704,6 +706,43 @@ TEST(BufferPool, ReusesTheSmallestFreeBufferThatFitsAndGrowsTheLargestOtherwise)
     EXPECT_EQ(grown->size(), size_t{(3 << 20) + 1});
     EXPECT_EQ(grown->capacity(), size_t{4} << 20);
   }
+}
+
+// The cache keeps what its budget says: a chunk that came in a pooled
+// buffer much larger than itself is kept in a copy of its own size (the
+// slack would otherwise be held, and counted, for as long as it stays).
+TEST(ChunkCache, KeepsAChunkWithSlackInACopyOfItsOwnSize) {
+  using chunkstore::internal::Buffer;
+  chunkstore::internal::ChunkCache cache(1 << 20);
+  auto digest = [](int i) { return chunkstore::internal::Sha256::Of(&i, sizeof i); };
+  const uint8_t* loose_data[8];
+  for (int i = 0; i < 8; ++i) {
+    auto loose = std::make_shared<Buffer>();
+    loose->Resize(100 << 10, 4 << 20);  // what a pooled 4 MiB buffer holding a 100 KiB chunk looks like
+    std::memset(loose->data(), 'a' + i, loose->size());
+    loose_data[i] = loose->data();
+    cache.Put(digest(i), loose);
+  }
+  for (int i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(cache.Contains(digest(i))) << "eight 100 KiB chunks fit a 1 MiB budget";
+    auto got = cache.Get(digest(i));
+    ASSERT_TRUE(got);
+    EXPECT_NE(got->data(), loose_data[i]) << "kept in a copy";
+    EXPECT_EQ(got->size(), size_t{100} << 10);
+    EXPECT_EQ(got->capacity(), size_t{100} << 10);
+    EXPECT_EQ(std::count(got->data(), got->data() + got->size(), 'a' + i), 100 << 10);
+  }
+  // A buffer with little slack is kept as it is; the budget still holds.
+  auto tight = std::make_shared<Buffer>();
+  tight->Resize(250 << 10, 270 << 10);
+  const uint8_t* tight_data = tight->data();
+  cache.Put(digest(100), tight);
+  ASSERT_TRUE(cache.Contains(digest(100)));
+  EXPECT_EQ(cache.Get(digest(100))->data(), tight_data);
+  int held = 0;
+  for (int i = 0; i < 8; ++i) held += cache.Contains(digest(i));
+  EXPECT_EQ(held, 7) << "the 270 KiB buffer pushed out the least recent 100 KiB chunk, and no more";
 }
 
 // Every store of a process draws on one pool, so a store opened for a

@@ -30,8 +30,20 @@ bool ChunkCache::Contains(const Digest& id) {
 }
 
 void ChunkCache::Put(const Digest& id, Bytes bytes) {
-  // What the buffer holds on to, not what it is filled with: a pooled
-  // buffer may be far larger than a small chunk in it.
+  // A pooled buffer may be far larger than the chunk in it (a pool hands
+  // out the smallest free buffer that fits, and large ones grow in whole
+  // MiB): kept as it is, the cache would hold that slack, and count it,
+  // for as long as the chunk stays, and hold fewer chunks than its budget
+  // allows. A chunk that leaves more than an eighth of its buffer unused is
+  // kept in a copy of its own size; the pooled buffer goes back to the pool.
+  if (bytes->capacity() - bytes->size() > bytes->size() / 8) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (map_.count(id)) return;
+    }
+    bytes = Buffer::ExactCopy(bytes->data(), bytes->size());
+  }
+  // What the buffer holds on to, not what it is filled with.
   const size_t n = bytes->capacity();
   if (n > budget_) return;
   std::lock_guard<std::mutex> l(mu_);
