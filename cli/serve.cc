@@ -103,12 +103,7 @@ class ReaderPool {
   // kRecheck ago, or an empty entry.
   Entry TakeConfirmed(const std::string& id) {
     std::lock_guard<std::mutex> l(mu_);
-    auto it = free_.find(id);
-    if (it == free_.end() || it->second.empty() || Clock::now() - it->second.back().confirmed >= kRecheck) return {};
-    Entry e = std::move(it->second.back());
-    it->second.pop_back();
-    --count_;
-    return e;
+    return TakeLocked(id, Clock::now() - kRecheck);
   }
 
   // A reader of id, which the caller has just found in the index.
@@ -116,11 +111,8 @@ class ReaderPool {
     const Clock::time_point now = Clock::now();
     {
       std::lock_guard<std::mutex> l(mu_);
-      auto it = free_.find(id);
-      if (it != free_.end() && !it->second.empty()) {
-        Entry e = std::move(it->second.back());
-        it->second.pop_back();
-        --count_;
+      Entry e = TakeLocked(id, Clock::time_point::min());
+      if (e.reader) {
         e.confirmed = now;
         return e;
       }
@@ -138,6 +130,29 @@ class ReaderPool {
   }
 
  private:
+  // A pooled reader of id confirmed after `since`, one that has proven its
+  // object first (a whole GET can then be sent from the cache), or an
+  // empty entry.
+  Entry TakeLocked(const std::string& id, Clock::time_point since) {
+    auto it = free_.find(id);
+    if (it == free_.end()) return {};
+    std::vector<Entry>& v = it->second;
+    size_t pick = v.size();
+    for (size_t i = v.size(); i-- > 0;) {
+      if (v[i].confirmed <= since) continue;
+      if (pick == v.size()) pick = i;
+      if (v[i].proven) {
+        pick = i;
+        break;
+      }
+    }
+    if (pick == v.size()) return {};
+    Entry e = std::move(v[pick]);
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(pick));
+    --count_;
+    return e;
+  }
+
   static constexpr size_t kMax = 64;
   chunkstore::Store& store_;
   std::mutex mu_;
