@@ -94,7 +94,6 @@ class ReaderPool {
   struct Entry {
     std::unique_ptr<chunkstore::Reader> reader;
     Clock::time_point confirmed;  // when its object was last found in the index
-    bool proven = false;          // a whole read through it ended with the object's id proven
   };
 
   explicit ReaderPool(chunkstore::Store& store) : store_(store) {}
@@ -119,7 +118,7 @@ class ReaderPool {
     }
     auto r = store_.OpenReader(id);
     if (!r.ok()) return r.status();
-    return Entry{std::move(*r), now, false};
+    return Entry{std::move(*r), now};
   }
 
   void Give(Entry e) {
@@ -141,7 +140,7 @@ class ReaderPool {
     for (size_t i = v.size(); i-- > 0;) {
       if (v[i].confirmed <= since) continue;
       if (pick == v.size()) pick = i;
-      if (v[i].proven) {
+      if (v[i].reader->IdProven()) {
         pick = i;
         break;
       }
@@ -187,7 +186,6 @@ struct Body {
   Exchange* exchange = nullptr;  // for counting; outlives the body
   std::unique_ptr<chunkstore::Reader> reader;
   ReaderPool::Clock::time_point confirmed;  // when reader's object was last found in the index
-  bool proven = false;                       // reader has proven its object's id (ReaderPool::Entry)
   bool at_random = false;                    // the current part is read with ReadAt (Stream)
   std::vector<BodyPart> parts;
   size_t part = 0;
@@ -289,7 +287,7 @@ MHD_Result Failure(MHD_Connection* c, Exchange* x, const Status& s) {
 bool AtRandom(Body& b, const BodyPart& p, bool whole) {
   if (!whole) return p.range.length() <= kShortRange;
   const uint64_t size = b.reader->size();
-  if (!b.proven || size > b.server->whole_from_cache) return false;
+  if (!b.reader->IdProven() || size > b.server->whole_from_cache) return false;
   return b.reader->Cached(0, size) || b.server->MayFill(b.reader->id());
 }
 
@@ -337,8 +335,6 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
     }
     out += *n;
     b->in_part += *n;
-    // A whole read hands out its last bytes only once the id is proven.
-    if (whole && !b->at_random && data_done + *n == size) b->proven = true;
   }
   if (out == 0) return MHD_CONTENT_READER_END_OF_STREAM;
   b->exchange->body_bytes += out;
@@ -347,7 +343,7 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
 
 void FreeBody(void* cls) {
   auto* b = static_cast<Body*>(cls);
-  if (b->reader && !b->failed) b->server->readers.Give({std::move(b->reader), b->confirmed, b->proven});
+  if (b->reader && !b->failed) b->server->readers.Give({std::move(b->reader), b->confirmed});
   delete b;
 }
 
@@ -417,7 +413,6 @@ MHD_Result ServeObject(MHD_Connection* c, Exchange* x, const std::string& ref, b
   body->exchange = x;
   body->reader = std::move(pooled.reader);
   body->confirmed = pooled.confirmed;
-  body->proven = pooled.proven;
   unsigned status = MHD_HTTP_OK;
   std::string content_type = kOctets, content_range;
   if (ranges.outcome == RangeRequest::kWhole) {

@@ -4,6 +4,8 @@
 // pack (a damaged pack does not matter to it then). Random reads fill the
 // cache; sequential ones leave it alone; a store without a cache never
 // says true but for an inline object, whose content the reader holds.
+// Reader::IdProven: true only after a whole read in order reached the end
+// (or for an object of one chunk, or inline), and from then on.
 #include "test_util.h"
 
 namespace chunkstore {
@@ -85,6 +87,55 @@ TEST(CachedHintTest, WithoutACacheOnlyAnInlineObjectIsHeld) {
   EXPECT_FALSE(reader->Cached(100, 8));
   auto inline_reader = std::move(*s->OpenReader(small));
   EXPECT_TRUE(inline_reader->Cached(0, 4));
+}
+
+std::vector<uint8_t> ReadFrom(Reader& r, size_t limit) {
+  std::vector<uint8_t> out;
+  uint8_t buf[7000];
+  while (out.size() < limit) {
+    auto n = r.Read(buf, std::min(sizeof buf, limit - out.size()));
+    EXPECT_TRUE(n.ok()) << n.status().ToString();
+    if (!n.ok() || *n == 0) break;
+    out.insert(out.end(), buf, buf + *n);
+  }
+  return out;
+}
+
+TEST(IdProvenTest, OnlyAWholeReadInOrderProvesTheIdAndThenItStays) {
+  TempDir dir;
+  auto s = *Store::Open(dir / "s", testing::SmallChunks());
+  const auto data = RandomBytes(90000, 9);
+  const std::string id = s->PublishBytes(data.data(), data.size())->id;
+  ASSERT_GE(s->Chunks(id)->size(), 3u);
+
+  auto r = std::move(*s->OpenReader(id));
+  EXPECT_FALSE(r->IdProven());
+  uint8_t b[100];
+  for (uint64_t at = 0; at < data.size(); at += sizeof b) ASSERT_TRUE(r->ReadAt(at, b, sizeof b).ok());
+  EXPECT_FALSE(r->IdProven()) << "random reads of every byte prove chunks, not the object";
+  EXPECT_EQ(ReadFrom(*r, data.size() / 2).size(), data.size() / 2);
+  EXPECT_FALSE(r->IdProven()) << "half a read in order";
+  ASSERT_TRUE(r->Seek(100).ok());
+  EXPECT_EQ(ReadFrom(*r, data.size()).size(), data.size() - 100);
+  EXPECT_FALSE(r->IdProven()) << "a read in order to the end, but from a seek";
+  ASSERT_TRUE(r->Seek(0).ok());
+  r->LimitReadAhead(data.size() - 1);
+  EXPECT_EQ(ReadFrom(*r, data.size()), data);
+  EXPECT_FALSE(r->IdProven()) << "a read told it would stop early proves chunks only";
+
+  ASSERT_TRUE(r->Seek(0).ok());
+  EXPECT_EQ(ReadFrom(*r, data.size()), data);
+  EXPECT_TRUE(r->IdProven()) << "a whole read from the start, in order";
+  ASSERT_TRUE(r->Seek(500).ok());
+  EXPECT_EQ(ReadFrom(*r, 10).size(), 10u);
+  EXPECT_TRUE(r->IdProven()) << "the proof is of the chunk list, which a seek does not change";
+  EXPECT_FALSE((*s->OpenReader(id))->IdProven()) << "each reader proves it for itself";
+
+  const std::string one = s->PublishBytes(data.data(), 1000)->id;  // one chunk (under the minimum), in a pack
+  const std::string tiny = s->PublishBytes(data.data(), 40)->id;    // inline
+  ASSERT_EQ(s->Chunks(one)->size(), 1u);
+  EXPECT_TRUE((*s->OpenReader(one))->IdProven()) << "its chunk's id is the object's";
+  EXPECT_TRUE((*s->OpenReader(tiny))->IdProven()) << "checked whole when opened";
 }
 
 }  // namespace

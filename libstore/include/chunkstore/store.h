@@ -284,6 +284,15 @@ class Reader {
   // at or past `end` is verified ahead from then on. Reads past `end` still
   // work (they verify as they go). Default: the object's end.
   virtual void LimitReadAhead(uint64_t end) { (void)end; }
+  // Whether the chunks this reader reads are known to make up the object
+  // named by id(): true once a whole read in order (from offset 0 to the
+  // end, with no seek or LimitReadAhead in between) has handed out its
+  // last byte, which it does only after the object's SHA-256 came out as
+  // the id; true from the start for an object of at most one chunk, whose
+  // chunk's id is the object's. Once true it stays true: ReadAt of any
+  // range then returns the object's bytes, each chunk checked against its
+  // own id, without a whole read again.
+  virtual bool IdProven() const { return false; }
   // A hint: whether every chunk holding bytes [offset, offset + length) is
   // in the store's cache of verified chunks now, so that ReadAt of them
   // would neither read a pack nor hash. Another reader of the same store

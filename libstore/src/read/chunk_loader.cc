@@ -25,38 +25,41 @@ ChunkCache::Bytes ChunkCache::Get(const Digest& id) {
 }
 
 bool ChunkCache::Contains(const Digest& id) {
+  if (budget_ == 0) return false;
   std::lock_guard<std::mutex> l(mu_);
   return map_.count(id) != 0;
 }
 
-void ChunkCache::Put(const Digest& id, Bytes bytes) {
+ChunkCache::Bytes ChunkCache::Put(const Digest& id, Bytes bytes) {
+  if (budget_ == 0 || bytes->size() > budget_) return bytes;  // could never be kept
   // A pooled buffer may be far larger than the chunk in it (a pool hands
   // out the smallest free buffer that fits, and large ones grow in whole
   // MiB): kept as it is, the cache would hold that slack, and count it,
   // for as long as the chunk stays, and hold fewer chunks than its budget
   // allows. A chunk that leaves more than an eighth of its buffer unused is
-  // kept in a copy of its own size; the pooled buffer goes back to the pool.
+  // kept in a copy of its own size, which the caller gets back too, so the
+  // pooled buffer returns to the pool as soon as the caller lets go.
   if (bytes->capacity() - bytes->size() > bytes->size() / 8) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (map_.count(id)) return;
-    }
+    if (Bytes held = Get(id)) return held;
     bytes = Buffer::ExactCopy(bytes->data(), bytes->size());
   }
   // What the buffer holds on to, not what it is filled with.
   const size_t n = bytes->capacity();
-  if (n > budget_) return;
-  std::lock_guard<std::mutex> l(mu_);
-  if (map_.count(id)) return;
-  lru_.emplace_front(id, std::move(bytes));
-  map_[id] = lru_.begin();
-  used_ += n;
-  while (used_ > budget_) {
-    auto& back = lru_.back();
-    used_ -= back.second->capacity();
-    map_.erase(back.first);
-    lru_.pop_back();
+  if (n > budget_) return bytes;
+  std::list<std::pair<Digest, Bytes>> evicted;  // freed after the lock: an unmap takes time
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = map_.find(id); it != map_.end()) return it->second->second;
+    lru_.emplace_front(id, bytes);
+    map_[id] = lru_.begin();
+    used_ += n;
+    while (used_ > budget_) {
+      used_ -= lru_.back().second->capacity();
+      map_.erase(lru_.back().first);
+      evicted.splice(evicted.begin(), lru_, std::prev(lru_.end()));
+    }
   }
+  return bytes;
 }
 
 // ---- buffers -------------------------------------------------------------
@@ -176,8 +179,7 @@ Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const 
     if (disk_->Get(id, loc.raw_len, b.get())) {
       if (Sha256::Of(b->data(), b->size()) == id) {
         ChunkCache::Bytes bytes = std::move(b);
-        if (keep) cache_.Put(id, bytes);
-        return bytes;
+        return keep ? cache_.Put(id, std::move(bytes)) : bytes;
       }
       disk_->Drop(id);
     }
@@ -204,8 +206,7 @@ Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const 
   CHUNKSTORE_RETURN_IF_ERROR(s);
   if (disk_ && disk) disk_->Put(id, raw->data(), raw->size());
   ChunkCache::Bytes bytes = std::move(raw);
-  if (keep) cache_.Put(id, bytes);
-  return bytes;
+  return keep ? cache_.Put(id, std::move(bytes)) : bytes;
 }
 
 void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n, bool disk_ok,

@@ -41,7 +41,10 @@ class ChunkCache {
   using Bytes = std::shared_ptr<const Buffer>;
   explicit ChunkCache(size_t budget) : budget_(budget) {}
   Bytes Get(const Digest& id);
-  void Put(const Digest& id, Bytes bytes);
+  // Keeps bytes as id's, in a copy of their own size where their buffer
+  // has much room to spare; returns what the caller should use from then
+  // on (the copy, or what the cache already held for id).
+  Bytes Put(const Digest& id, Bytes bytes);
   // Whether id is held, without making it more recent.
   bool Contains(const Digest& id);
 

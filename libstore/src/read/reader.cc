@@ -56,6 +56,7 @@ class InlineObjectReader final : public Reader {
 
   Result<size_t> ReadAt(uint64_t offset, void* buf, size_t n) override { return Copy(offset, buf, n); }
   bool Cached(uint64_t, uint64_t) const override { return true; }  // checked when opened, and held
+  bool IdProven() const override { return true; }
 
   Result<ByteView> ReadView(size_t n) override {
     const size_t take = std::min(n, content_.size() - pos_);
@@ -153,9 +154,12 @@ class ObjectReader final : public Reader {
     return Copy(offset, buf, n, false);
   }
 
+  bool IdProven() const override { return id_proven_ || entries_.size() <= 1; }
+
   bool Cached(uint64_t offset, uint64_t length) const override {
     if (offset >= size_ || length == 0) return true;
-    const size_t last = ChunkAt(std::min(size_, offset + length) - 1);
+    const uint64_t end = length > size_ - offset ? size_ : offset + length;
+    const size_t last = ChunkAt(end - 1);
     for (size_t i = ChunkAt(offset); i <= last; ++i)
       if (!loader_->Cached(entries_[i].id)) return false;
     return true;
@@ -338,6 +342,10 @@ class ObjectReader final : public Reader {
     if (!mine.ok()) return mine.status();
     if (next != SIZE_MAX) {
       Result<Bytes> theirs = Fetch(next, false);
+      // Any other failure (the disk, the network) says nothing of which
+      // chunk is damaged: it is the read's error, and a read again from
+      // the start proves the id as it goes.
+      if (!theirs.ok() && !theirs.status().IsCorruption()) return theirs.status();
       if (!theirs.ok()) {
         StopProving();
         cur_ = std::move(*mine);
@@ -429,7 +437,11 @@ class ObjectReader final : public Reader {
       return Status::OK();
     }
     if (proving_ && i != proven_next_) StopProving();
-    if (chained_) return EnterChained(i);
+    if (chained_) {
+      Status s = EnterChained(i);
+      if (s.ok() && proving_ && proven_next_ == entries_.size()) id_proven_ = true;
+      return s;
+    }
     Result<Loaded> r = FetchSequential(i);
     if (!r.ok()) return r.status();
     if (proving_) {
@@ -442,6 +454,7 @@ class ObjectReader final : public Reader {
                                   "damaged, or names the chunks of other content)",
                                   id_);
       proven_next_ = i + 1;
+      if (proven_next_ == entries_.size()) id_proven_ = true;
     }
     cur_ = std::move(r->bytes);
     cur_index_ = i;
@@ -506,6 +519,7 @@ class ObjectReader final : public Reader {
   std::optional<Loaded> next_;  // chunk next_index_, fetched for the link to it
   size_t next_index_ = SIZE_MAX;
   bool final_done_ = false;  // the digest was checked at the chunk before the last
+  bool id_proven_ = false;   // a whole read in order proved the id (IdProven)
   // Chunks per read-ahead task where they are verified in pairs: the
   // lanes are refilled within a group, so only a group's end runs alone.
   static constexpr size_t kGroup = 4;
