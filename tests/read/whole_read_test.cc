@@ -146,6 +146,38 @@ TEST_P(WholeRead, ASwappedChunkListWithMatchingStatesFailsBeforeTheLastByte) {
   EXPECT_TRUE(std::equal(first.begin(), first.end(), data.begin()));
 }
 
+// A whole read that failed its proof leaves its reader unproven, however
+// far it got and whatever is read through it after, so nothing that
+// trusts IdProven (serve's whole GETs from the cache) takes its chunk list
+// for the object's.
+TEST_P(WholeRead, AReadThatFailedItsProofLeavesTheReaderUnproven) {
+  const auto data = RandomBytes(150000, 26);
+  const std::string id = store_->PublishBytes(data.data(), data.size())->id;
+  ASSERT_NO_FATAL_FAILURE(ForgeSwappedWithStates(id, data));
+  auto reader = std::move(*store_->OpenReader(id));
+  std::vector<uint8_t> buf(4096);
+  Status err;
+  for (;;) {
+    auto n = reader->Read(buf.data(), buf.size());
+    if (!n.ok()) {
+      err = n.status();
+      break;
+    }
+    ASSERT_GT(*n, 0u) << "the forged list was read to its end";
+  }
+  EXPECT_TRUE(err.IsCorruption()) << err.ToString();
+  EXPECT_FALSE(reader->IdProven());
+  std::vector<uint8_t> all(data.size());
+  ASSERT_TRUE(reader->ReadAt(0, all.data(), all.size()).ok()) << "each chunk is the one its list names";
+  EXPECT_FALSE(reader->IdProven());
+  ASSERT_TRUE(reader->Seek(0).ok());
+  for (;;) {
+    auto n = reader->Read(buf.data(), buf.size());
+    if (!n.ok() || *n == 0) break;
+  }
+  EXPECT_FALSE(reader->IdProven()) << "nor does a second whole read prove it";
+}
+
 // Swapped chunks under the states that were the object's: the first link
 // past the swap breaks, and both chunks there are intact, so it is the
 // chunk list that is wrong.
