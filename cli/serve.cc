@@ -203,7 +203,7 @@ struct Server {
   uint64_t whole_from_cache = 0;  // bytes; a proven object up to this size is sent from the chunk cache
   Server(chunkstore::Store& s) : store(s), readers(s) {}
 
-  // Whether a whole read of object id may fill the cache now (AtRandom).
+  // Whether a whole read of object id may fill the cache now (HowToRead).
   bool MayFill(const std::string& id) {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> l(fill_mu_);
@@ -277,18 +277,22 @@ MHD_Result Failure(MHD_Connection* c, Exchange* x, const Status& s) {
 // read at random: its chunks go through the store's cache, where the next
 // request for a nearby range finds them verified. A long one streams with
 // read-ahead, past the cache, and the whole object streams so that its id
-// is proven too. Once a reader has proven its object's id, its manifest is
-// known to give the object's bytes, and checking each chunk against its id
-// proves them again: a whole object that fits the cache twice over is then
-// read at random when all its chunks are there (sent from verified memory,
-// no pack read, no hashing), or to bring them in, at most once a minute
-// per object, so that objects taking turns in a cache too small for them
-// do not evict each other on every request.
-bool AtRandom(Body& b, const BodyPart& p, bool whole) {
-  if (!whole) return p.range.length() <= kShortRange;
+// is proven too. Once a reader has proven its object's id, its chunk list
+// is known to give the object's bytes, and checking each chunk against its
+// own id proves them again: a whole object that fits the cache twice over
+// is then read at random when all its chunks are there (sent from verified
+// memory: no pack read, no hashing), or streamed keeping the chunks it
+// checks, to bring them in. That at most once a minute per object, so
+// that objects taking turns in a cache too small for them do not evict
+// each other on every request.
+enum class How { kStream, kStreamKeeping, kAtRandom };
+
+How HowToRead(Body& b, const BodyPart& p, bool whole) {
+  if (!whole) return p.range.length() <= kShortRange ? How::kAtRandom : How::kStream;
   const uint64_t size = b.reader->size();
-  if (!b.reader->IdProven() || size > b.server->whole_from_cache) return false;
-  return b.reader->Cached(0, size) || b.server->MayFill(b.reader->id());
+  if (!b.reader->IdProven() || size > b.server->whole_from_cache) return How::kStream;
+  if (b.reader->Cached(0, size)) return How::kAtRandom;
+  return b.server->MayFill(b.reader->id()) ? How::kStreamKeeping : How::kStream;
 }
 
 ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
@@ -312,8 +316,10 @@ ssize_t Stream(void* cls, uint64_t, char* buf, size_t max) {
     const uint64_t size = b->reader->size();
     const bool whole = p.range.length() == size;
     if (data_done == 0) {
-      b->at_random = AtRandom(*b, p, whole);
+      const How how = HowToRead(*b, p, whole);
+      b->at_random = how == How::kAtRandom;
       if (!b->at_random) {
+        b->reader->KeepInCache(how == How::kStreamKeeping);
         Status s = b->reader->Seek(p.range.first);
         if (s.ok()) b->reader->LimitReadAhead(p.range.last + 1);
         if (!s.ok()) {

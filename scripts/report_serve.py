@@ -52,8 +52,8 @@ def serve_section(m, rel_path):
              *([f"| the first full GET of it on a fresh server (read from the packs, the id proven) | — | "
                 f"{_mm(sv['first_get_vs_cat'])}× (GET {_mm(sv['first_get_s'], 3)} s, "
                 f"{_mm(sv['first_get_cpu_s'], 3)} s CPU, server and curl) | |",
-                f"| the second full GET on that server (its chunks brought into the cache, each checked against "
-                f"its id) | — | {_mm(sv['fill_get_vs_cat'])}× (GET {_mm(sv['fill_get_s'], 3)} s) | |"]
+                f"| the second full GET on that server (streamed, each chunk checked against its id and kept in the "
+                f"cache) | — | {_mm(sv['fill_get_vs_cat'])}× (GET {_mm(sv['fill_get_s'], 3)} s) | |"]
                if "first_get_s" in sv else []),
              *([_floor_row(sv, m["nproc"])] if "sha256_cpu_s" in sv and "bare_get_cpu_s" in sv else []),
              *([f"| `cat` of it from the served store opened as `http://HOST:PORT` | — | "
@@ -75,8 +75,8 @@ def serve_section(m, rel_path):
                   "object's id was proven by an earlier whole read through the same manifest (docs/cli.md, "
                   "serve), so it neither reads a pack nor hashes: only the transfer is left. The first GET of "
                   "an object on a server does what `cat` does (every chunk read and checked, the id proven) and "
-                  "cannot beat the floor row. The second brings the chunks into the cache one at a time, on the "
-                  "request's thread, into memory the kernel must first clear: the slowest of the three, once "
-                  "per object while it stays cached (and at most once a minute for objects that, together, do "
-                  "not fit the cache)."]
+                  "cannot beat the floor row. The second streams it again, checking each chunk against its own "
+                  "id and keeping it in the cache, whose memory the kernel must first provide: the slowest of "
+                  "the three, once per object while it stays cached (and at most once a minute for objects "
+                  "that, together, do not fit the cache)."]
     return "\n".join(lines)

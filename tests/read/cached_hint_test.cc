@@ -73,6 +73,50 @@ TEST(CachedHintTest, TrueExactlyForTheChunksRandomReadsBroughtIn) {
   EXPECT_FALSE(cold->Cached(0, 1)) << "a chunk that failed its check is not cached";
 }
 
+// KeepInCache: a sequential read that keeps what it checks brings every
+// chunk in (and leaves IdProven as it was); switched off, a read from the
+// start proves the id again.
+TEST(CachedHintTest, AReadThatKeepsBringsTheWholeObjectIn) {
+  TempDir dir;
+  const auto data = RandomBytes(200000, 10);
+  std::string id;
+  {
+    auto s = *Store::Open(dir / "s", testing::SmallChunks());
+    id = s->PublishBytes(data.data(), data.size())->id;
+  }
+  auto s = *Store::Open(dir / "s", testing::SmallChunks());
+  auto r = std::move(*s->OpenReader(id));
+  r->KeepInCache(true);
+  std::vector<uint8_t> got(data.size());
+  size_t pos = 0;
+  while (pos < got.size()) {
+    auto n = r->Read(got.data() + pos, std::min<size_t>(5000, got.size() - pos));
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_GT(*n, 0u);
+    pos += *n;
+  }
+  EXPECT_EQ(got, data);
+  EXPECT_TRUE(r->Cached(0, data.size())) << "every chunk kept";
+  EXPECT_FALSE(r->IdProven()) << "a read that keeps checks chunks, not the object";
+  r->KeepInCache(false);
+  ASSERT_TRUE(r->Seek(0).ok());
+  pos = 0;
+  while (pos < got.size()) {
+    auto n = r->Read(got.data() + pos, got.size() - pos);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_GT(*n, 0u);
+    pos += *n;
+  }
+  EXPECT_TRUE(r->IdProven()) << "a whole read without keeping proves the id";
+  // Kept chunks are verified ones: with the pack damaged, another reader
+  // of this store still reads every byte right, at random.
+  testing::FlipPackByte(dir / "s", 16 + 64 + 5);
+  auto other = std::move(*s->OpenReader(id));
+  std::vector<uint8_t> again(data.size());
+  ASSERT_EQ(*other->ReadAt(0, again.data(), again.size()), data.size());
+  EXPECT_EQ(again, data);
+}
+
 TEST(CachedHintTest, WithoutACacheOnlyAnInlineObjectIsHeld) {
   TempDir dir;
   Options o = testing::SmallChunks();

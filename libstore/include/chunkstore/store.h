@@ -293,6 +293,14 @@ class Reader {
   // range then returns the object's bytes, each chunk checked against its
   // own id, without a whole read again.
   virtual bool IdProven() const { return false; }
+  // With keep set, sequential reads (Read, ReadView) check each chunk by
+  // its own SHA-256, as ReadAt does, and keep it in the store's cache of
+  // verified chunks, where ReadAt and other readers of the store find it;
+  // they no longer prove the object's id on the way (IdProven stays what
+  // it was). For a reader that has proven its object and is about to read
+  // it whole again, so that the reads after it need not. Default: off, and
+  // a no-op for readers that keep no such cache.
+  virtual void KeepInCache(bool keep) { (void)keep; }
   // A hint: whether every chunk holding bytes [offset, offset + length) is
   // in the store's cache of verified chunks now, so that ReadAt of them
   // would neither read a pack nor hash. Another reader of the same store

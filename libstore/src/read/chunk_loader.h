@@ -138,6 +138,9 @@ class ChunkLoader {
   // on a bucket, another machine's gc: the log is caught up first).
   // nullopt: no longer stored at all.
   Result<std::optional<ChunkLocation>> Relocate(const Digest& chunk_id);
+  // Keeps bytes proven to be chunk_id's (by their own SHA-256) in the
+  // memory cache; returns what the caller should use from then on.
+  Bytes Keep(const Digest& chunk_id, Bytes bytes) { return cache_.Put(chunk_id, std::move(bytes)); }
   // Whether chunk_id's verified bytes are in the memory cache now.
   bool Cached(const Digest& chunk_id) { return cache_.Contains(chunk_id); }
 

@@ -156,6 +156,14 @@ class ObjectReader final : public Reader {
 
   bool IdProven() const override { return id_proven_ || entries_.size() <= 1; }
 
+  void KeepInCache(bool keep) override {
+    if (keep == keep_) return;
+    DropAhead();  // what was read ahead was checked (and kept) the old way
+    keep_ = keep;
+    if (keep) StopProving();
+    else if (pos_ == 0) ArmProof();
+  }
+
   bool Cached(uint64_t offset, uint64_t length) const override {
     if (offset >= size_ || length == 0) return true;
     const uint64_t end = length > size_ - offset ? size_ : offset + length;
@@ -203,7 +211,7 @@ class ObjectReader final : public Reader {
   }
 
   Result<Loaded> FetchProven(size_t i) {
-    Result<Bytes> b = Fetch(i, false);
+    Result<Bytes> b = Fetch(i, keep_);
     if (!b.ok()) return b.status();
     return Loaded{std::move(*b), ChainState{}, true};
   }
@@ -238,8 +246,8 @@ class ObjectReader final : public Reader {
   void SubmitGroup(size_t i, size_t n) {
     auto promises = std::make_shared<std::vector<std::promise<Result<Loaded>>>>(n);
     for (size_t k = 0; k < n; ++k) ahead_.emplace_back(i + k, (*promises)[k].get_future());
-    const bool chained = chained_;
-    loader_->ReadAhead().Submit([this, i, n, promises, chained] {
+    const bool chained = chained_, keep = keep_;
+    loader_->ReadAhead().Submit([this, i, n, promises, chained, keep] {
       if (dropping_.load(std::memory_order_acquire)) {  // nobody will take these
         for (size_t k = 0; k < n; ++k) (*promises)[k].set_value(Status::NotFound("read-ahead dropped"));
         return 0;
@@ -253,6 +261,7 @@ class ObjectReader final : public Reader {
         if (chained) links[k] = LinkOf(i + k);
       }
       loader_->LoadGroup(ids, locs, chained ? links : nullptr, n, disk_, [&](size_t k, Bytes b, const ChainState& z) {
+        if (b && keep && !chained) b = loader_->Keep(ids[k], std::move(b));  // proven by its own SHA-256
         if (b) (*promises)[k].set_value(Loaded{std::move(b), z, !chained});
         else (*promises)[k].set_value(FetchProven(i + k));
       });
@@ -304,7 +313,8 @@ class ObjectReader final : public Reader {
   // A read from the start, in order, proves the object's id.
   void ArmProof() {
     // One chunk is its own proof: its id is the object's (checked at open).
-    proving_ = entries_.size() > 1;
+    // A reader that keeps what it reads checks chunks one by one instead.
+    proving_ = entries_.size() > 1 && !keep_;
     // Chained bytes are proven only as the read goes on, too late for the
     // disk cache of a bucket store, which takes chunks proven one by one.
     chained_ = proving_ && chain_.size() == entries_.size() && !(disk_ && loader_->disk_cached());
@@ -520,6 +530,7 @@ class ObjectReader final : public Reader {
   size_t next_index_ = SIZE_MAX;
   bool final_done_ = false;  // the digest was checked at the chunk before the last
   bool id_proven_ = false;   // a whole read in order proved the id (IdProven)
+  bool keep_ = false;        // sequential reads keep what they check (KeepInCache)
   // Chunks per read-ahead task where they are verified in pairs: the
   // lanes are refilled within a group, so only a group's end runs alone.
   static constexpr size_t kGroup = 4;
