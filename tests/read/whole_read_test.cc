@@ -5,8 +5,10 @@
 // (swapped chunks with a recomputed check, with or without chain states
 // made to match) are refused; chunk geometries around block boundaries
 // read back on both SHA-256 paths; what a range read can and cannot prove.
+#include <atomic>
 #include <set>
 
+#include "chunkstore/env.h"
 #include "format/manifest.h"
 #include "hash/sha256_pair.h"
 #include "test_util.h"
@@ -18,11 +20,51 @@ using internal::ChainState;
 using internal::ManifestEntry;
 using testing::RandomBytes;
 
+// Fails one read of a pack: the n-th read (1-based) that covers byte
+// `offset` of a pack file fails with an I/O error; every other read, and
+// every later one, goes through.
+class OneFailedPackRead : public EnvWrapper {
+ public:
+  OneFailedPackRead() : EnvWrapper(Env::Posix()) {}
+  void Arm(uint64_t offset, int nth) {
+    offset_ = offset;
+    seen_ = 0;
+    nth_ = nth;
+  }
+  int seen() const { return seen_.load(); }
+  Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) override {
+    Result<std::unique_ptr<File>> f = EnvWrapper::OpenFile(path, mode);
+    if (!f.ok() || path.size() < 5 || path.compare(path.size() - 5, 5, ".pack") != 0) return f;
+    return std::unique_ptr<File>(new Pack(this, std::move(*f)));
+  }
+
+ private:
+  class Pack : public File {
+   public:
+    Pack(OneFailedPackRead* env, std::unique_ptr<File> f) : env_(env), f_(std::move(f)) {}
+    Status Append(const void* data, size_t n) override { return f_->Append(data, n); }
+    Status ReadAt(uint64_t off, size_t n, void* buf, size_t* got) const override {
+      if (off <= env_->offset_ && env_->offset_ < off + n && ++env_->seen_ == env_->nth_)
+        return Status::IOError("injected read failure");
+      return f_->ReadAt(off, n, buf, got);
+    }
+    Status Sync() override { return f_->Sync(); }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+    Result<uint64_t> Size() const override { return f_->Size(); }
+
+   private:
+    OneFailedPackRead* env_;
+    std::unique_ptr<File> f_;
+  };
+  std::atomic<uint64_t> offset_{UINT64_MAX};
+  std::atomic<int> seen_{0}, nth_{0};
+};
+
 class WholeRead : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     internal::SetSha256PairInterleaveForTesting(GetParam());
-    store_ = *Store::Open(dir_ / "s", testing::SmallChunks());
+    store_ = *Store::Open(dir_ / "s", Opts());
   }
   void TearDown() override { internal::SetSha256PairInterleaveForTesting(true); }
 
@@ -57,7 +99,13 @@ class WholeRead : public ::testing::TestWithParam<bool> {
                                                                        reinterpret_cast<const uint8_t*>(manifest.data()),
                                                                        manifest.size()) +
                                  "' WHERE hex(id) = upper('" + id.substr(7) + "')");
-    store_ = *Store::Open(dir_ / "s", testing::SmallChunks());
+    store_ = *Store::Open(dir_ / "s", Opts());
+  }
+
+  Options Opts() {
+    Options o = testing::SmallChunks();
+    o.env = &env_;
+    return o;
   }
 
   internal::Manifest ManifestOf(const std::string& id, uint64_t size) {
@@ -95,6 +143,7 @@ class WholeRead : public ::testing::TestWithParam<bool> {
   SetManifest(id, internal::EncodeManifest(digest, data.size(), m.entries, s.chain()));
   }
 
+  OneFailedPackRead env_;
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
 };
@@ -176,6 +225,34 @@ TEST_P(WholeRead, AReadThatFailedItsProofLeavesTheReaderUnproven) {
     if (!n.ok() || *n == 0) break;
   }
   EXPECT_FALSE(reader->IdProven()) << "nor does a second whole read prove it";
+}
+
+// Where a link fails, the two chunks around it are fetched again to see
+// which is damaged. If that fetch of the next chunk fails for another
+// reason (the disk, the network), nothing is known of the chunks: the
+// failure is the read's error. Were it taken for damage, the read would go
+// on chunk by chunk with no proof, and a chunk list naming other content
+// would be read to its end without an error.
+TEST_P(WholeRead, AnIoErrorWhileTellingWhichChunkIsDamagedIsTheReadsError) {
+  const auto data = RandomBytes(150000, 27);
+  const std::string id = store_->PublishBytes(data.data(), data.size())->id;
+  internal::Manifest m = ManifestOf(id, data.size());
+  ASSERT_GE(m.entries.size(), 4u);
+  std::swap(m.entries[1], m.entries[2]);
+  SetManifest(id, internal::EncodeManifest(*internal::Digest::FromHex(id.substr(7)), data.size(), m.entries, m.chain));
+  // The chunk now second in the list: read once for the link, then again
+  // to tell which chunk is damaged; that second read fails.
+  const std::string where = testing::Sql(dir_ / "s", "SELECT offset FROM chunks WHERE hex(id) = upper('" + m.entries[1].id.Hex() + "')");
+  env_.Arm(std::stoull(where, nullptr, 10), 2);
+  Status err;
+  const auto got = ReadUntilError(id, 4096, &err);
+  ASSERT_GE(env_.seen(), 2) << "the injected failure was not reached";
+  EXPECT_TRUE(err.IsIOError()) << err.ToString();
+  EXPECT_LT(got.size(), data.size());
+  // Read again, with the disk sound: the chunk list is what is wrong.
+  env_.Arm(UINT64_MAX, 0);
+  ReadUntilError(id, 4096, &err);
+  EXPECT_TRUE(err.IsCorruption()) << err.ToString();
 }
 
 // Swapped chunks under the states that were the object's: the first link
