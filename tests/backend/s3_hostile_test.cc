@@ -2,7 +2,8 @@
 // The S3 backend against a service that answers badly or with hostility
 // (a bucket or an http:// store someone else runs): keys outside the
 // prefix asked for are not taken, a listing that leads back to a page it
-// already read ends in an error rather than running forever, a body
+// already read ends in an error rather than running forever, one that is
+// not XML is an I/O error (not damage to the store), a body
 // larger than any blob of a store is refused before it is taken in, and a
 // ranged GET answered with the whole blob keeps only the range and stops
 // the transfer once it has it; an answer that trickles in is given up.
@@ -66,6 +67,22 @@ TEST(S3Hostile, AListingThatGoesRoundInACircleFails) {
   EXPECT_EQ(both->size(), 2u);
   ASSERT_EQ(honest.requests().size(), 2u);
   EXPECT_NE(honest.requests()[1].find("continuation-token=t1"), std::string::npos) << honest.requests()[1];
+}
+
+// A listing the service garbled (a proxy's error page, a cut-off body)
+// says nothing of the store: it is an I/O error, which verify reports as
+// its own failure, not as damage to the store.
+TEST(S3Hostile, AListingThatIsNotXmlIsAnIoError) {
+  for (const std::string& body : {std::string("<html><body>Bad Gateway</body></html"), std::string("<ListBucketResult><Contents>"),
+                                 std::string("not xml at all")}) {
+    ScriptedServer server({{200, body}});
+    auto s = StoreAt(server);
+    ASSERT_TRUE(s);
+    auto listed = s->List("log/", "");
+    ASSERT_FALSE(listed.ok()) << body;
+    EXPECT_TRUE(listed.status().IsIOError()) << body << ": " << listed.status().ToString();
+    EXPECT_NE(listed.status().message().find("listing"), std::string::npos) << listed.status().ToString();
+  }
 }
 
 // A config, log record or checkpoint is read whole into memory: one that

@@ -365,7 +365,10 @@ class S3BlobStore final : public BlobStore {
       CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
       if (resp.status != 200) return Failure(r, resp);
       Result<XmlElement> doc = ParseXml(resp.body);
-      if (!doc.ok()) return doc.status().WithContext("listing " + Describe());
+      // The service wrote the listing, not the store: an answer it cannot
+      // parse says nothing of the store's data (verify must not call it
+      // damage), as a failed request says nothing.
+      if (!doc.ok()) return Status::IOError("listing " + Describe() + ": " + doc.status().message());
       for (const XmlElement& item : doc->children) {
         if (item.name != "Contents") continue;
         BlobInfo b;
@@ -403,7 +406,7 @@ class S3BlobStore final : public BlobStore {
       CHUNKSTORE_RETURN_IF_ERROR(Perform(r, &resp));
       if (resp.status != 200) return Failure(r, resp);
       Result<XmlElement> doc = ParseXml(resp.body);
-      if (!doc.ok()) return doc.status().WithContext("listing the uploads of " + Describe());
+      if (!doc.ok()) return Status::IOError("listing the uploads of " + Describe() + ": " + doc.status().message());
       for (const XmlElement& item : doc->children) {
         if (item.name != "Upload") continue;
         UploadInfo u;
