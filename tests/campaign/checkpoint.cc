@@ -148,7 +148,8 @@ int Checkpoint(int argc, char** argv) {
       auto v = (*s)->Verify();
       if (!v.ok() || v->corrupt()) {
         ++verify_failed;
-        if (v.ok())
+        if (!v.ok()) std::cerr << when << ": " << "verify failed: " << v.status().ToString() << "\n";
+        else
           for (const auto& p : v->problems) std::cerr << when << ": " << p.kind << " " << p.message << "\n";
       }
       if (!rebuild) {

@@ -235,6 +235,9 @@ int Concurrency(int argc, char** argv) {
     }
   }
   auto v = (*s)->Verify();
+  if (!v.ok()) std::cerr << "verify failed: " << v.status().ToString() << "\n";
+  else
+    for (const auto& p : v->problems) std::cerr << "verify: " << p.kind << " " << p.message << "\n";
   Counters c;
   c.Set("seconds", seconds);
   c.Set("processes", static_cast<double>(pids.size()));

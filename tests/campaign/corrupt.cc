@@ -204,7 +204,15 @@ int Corrupt(int argc, char** argv) {
         now.orphan_grace_seconds = 0;
         auto gc = (*s)->Gc(now);
         auto after = (*s)->Verify();
-        if (gc.ok() && after.ok() && !after->corrupt()) ++repair_clean;
+        if (gc.ok() && after.ok() && !after->corrupt()) {
+          ++repair_clean;
+        } else if (!gc.ok()) {
+          std::cerr << "gc after repair failed: " << gc.status().ToString() << "\n";
+        } else if (!after.ok()) {
+          std::cerr << "verify after repair failed: " << after.status().ToString() << "\n";
+        } else {
+          for (const auto& p : after->problems) std::cerr << "after repair: " << p.kind << " " << p.message << "\n";
+        }
       }
       s->reset();
       // The repair and the gc changed packs and the log: start over.

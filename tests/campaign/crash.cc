@@ -148,7 +148,8 @@ int Crash(int argc, char** argv) {
     auto v = store.Verify();
     if (!v.ok() || v->corrupt()) {
       ++verify_failed;
-      if (v.ok())
+      if (!v.ok()) std::cerr << "kill " << kill << ": " << "verify failed: " << v.status().ToString() << "\n";
+      else
         for (const auto& p : v->problems) std::cerr << "kill " << kill << ": " << p.kind << " " << p.message << "\n";
     }
     // Objects published since the last check are all read back; older ones
