@@ -324,6 +324,24 @@ TEST_F(Cli, AnInterruptedPublishLeavesNothingBehind) {
   EXPECT_EQ(v.out.find("orphan"), std::string::npos) << v.out;
 }
 
+TEST_F(Cli, AStoreWithoutItsLogIsDamageAndNothingStartsANewOne) {
+  const std::string f = Write("f", RandomBytes(5000, 40));
+  ASSERT_EQ(Cs({"publish", f, "--name", "f"}).code, 0);
+  const auto packs = fs::directory_iterator(fs::path(store()) / "packs");
+  const size_t pack_files = static_cast<size_t>(std::distance(fs::begin(packs), fs::end(packs)));
+  fs::remove_all(fs::path(store()) / "log");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"ls"}, {"cat", "f"}, {"publish", f}, {"verify"}, {"gc"}}) {
+    Outcome r = Cs(args);
+    EXPECT_EQ(r.code, 4) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("change log"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("missing"), std::string::npos) << args[0] << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(store()) / "log")) << "a command started a new log over the old changes";
+  const auto after = fs::directory_iterator(fs::path(store()) / "packs");
+  EXPECT_EQ(static_cast<size_t>(std::distance(fs::begin(after), fs::end(after))), pack_files);
+}
+
 TEST_F(Cli, ControlCharactersInMessagesAndPathsAreEscaped) {
   const std::string odd = dir_ / "line\nbreak\x1b[31m";
   testing::WriteFile(odd, RandomBytes(10, 12));

@@ -86,7 +86,14 @@ std::string DirectoryLog::SegmentPath(uint64_t first) const { return dir_ + "/" 
 
 Result<std::vector<uint64_t>> DirectoryLog::Segments() {
   Result<std::vector<std::string>> names = env_->ListDir(dir_);
-  if (!names.ok()) return names.status().WithContext("cannot read the store's change log");
+  if (!names.ok()) {
+    // Every store made since the log was, holds log/ from its first
+    // commit: without it the changes the index shows cannot be proven.
+    if (!env_->FileExists(dir_))
+      return Status::Corruption("the store's change log (" + dir_ +
+                                ") is missing: the store is damaged; put log/ back from a copy of the store");
+    return names.status().WithContext("cannot read the store's change log");
+  }
   std::vector<uint64_t> out;
   for (const std::string& n : *names) {
     uint64_t first = 0;
