@@ -21,7 +21,9 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -62,14 +64,34 @@ struct FileHandle {
 };
 
 // A directory listing, taken whole at opendir so that readdir's offsets
-// stay stable while the catalog changes.
+// stay stable while the catalog changes. A tree's entries are not copied:
+// the handle shares the tree (a directory of millions of entries would
+// otherwise be held again by every open handle).
 struct DirHandle {
   struct Item {
     std::string name;
     mode_t type;
   };
-  std::vector<Item> items;
+  std::vector<Item> items;                        // all of a name directory's; "." and ".." of a tree's
+  std::shared_ptr<const chunkstore::Tree> tree;  // a tree's entries follow its items
+
+  size_t size() const { return items.size() + (tree ? tree->entries.size() : 0); }
+  // Entry i's name and type.
+  std::pair<const std::string*, mode_t> At(size_t i) const {
+    if (i < items.size()) return {&items[i].name, items[i].type};
+    const chunkstore::TreeEntry& e = tree->entries[i - items.size()];
+    return {&e.name, mode_t(e.type == chunkstore::EntryType::kDirectory ? S_IFDIR
+                            : e.type == chunkstore::EntryType::kSymlink ? S_IFLNK
+                                                                        : S_IFREG)};
+  }
 };
+
+// Publish times are seconds; the kernel takes nanoseconds. A time no
+// clock gives (an index row says so) is held at the largest one shown.
+int64_t SecondsToNs(int64_t seconds) {
+  constexpr int64_t kMax = INT64_MAX / 1000000000;
+  return std::clamp(seconds, -kMax, kMax) * 1000000000;
+}
 
 // Handles the kernel holds, owned here: a session ended by a signal does
 // not wait for the kernel's last releases, and what is left goes with the
@@ -138,6 +160,10 @@ struct MountFs::Impl {
   std::unordered_map<std::string, ObjectFacts> facts;
   std::unordered_map<std::string, std::shared_ptr<const chunkstore::Tree>> trees;
   size_t tree_entries = 0;  // in trees
+  // Trees being read and decoded: a lookup that wants one waits for that
+  // read instead of making its own (each would hold a copy of it).
+  std::unordered_map<std::string, std::shared_future<chunkstore::Result<std::shared_ptr<const chunkstore::Tree>>>>
+      trees_loading;
 
   Impl(chunkstore::Store& s, const MountConfig& c, std::function<void(const std::string&)> l)
       : store(s), config(c), log(l), catalog(s, c.refresh_seconds, l) {}
@@ -160,18 +186,35 @@ struct MountFs::Impl {
   }
 
   chunkstore::Result<std::shared_ptr<const chunkstore::Tree>> OpenTree(const std::string& id) {
+    using Loaded = chunkstore::Result<std::shared_ptr<const chunkstore::Tree>>;
+    std::promise<Loaded> mine;
     {
-      std::lock_guard<std::mutex> l(cache_mu);
+      std::unique_lock<std::mutex> l(cache_mu);
       auto it = trees.find(id);
       if (it != trees.end()) return it->second;
+      auto loading = trees_loading.find(id);
+      if (loading != trees_loading.end()) {
+        std::shared_future<Loaded> theirs = loading->second;
+        l.unlock();
+        return theirs.get();
+      }
+      trees_loading.emplace(id, mine.get_future().share());
     }
-    auto t = store.OpenTree(id);
-    if (!t.ok()) return t.status();
-    auto shared = std::make_shared<const chunkstore::Tree>(std::move(*t));
+    Loaded got = [&]() -> Loaded {
+      auto t = store.OpenTree(id);
+      if (!t.ok()) return t.status();
+      return std::make_shared<const chunkstore::Tree>(std::move(*t));
+    }();
     std::lock_guard<std::mutex> l(cache_mu);
-    if (tree_entries + shared->entries.size() > kTreeEntriesLimit) trees.clear(), tree_entries = 0;
-    if (trees.emplace(id, shared).second) tree_entries += shared->entries.size();
-    return shared;
+    if (got.ok()) {
+      // The cache is dropped whole when full; a tree larger than the
+      // bound is kept alone (it is what the next lookups want).
+      if (tree_entries + (*got)->entries.size() > kTreeEntriesLimit) trees.clear(), tree_entries = 0;
+      if (trees.emplace(id, *got).second) tree_entries += (*got)->entries.size();
+    }
+    mine.set_value(got);
+    trees_loading.erase(id);
+    return got;
   }
 
   // A node for an object: a directory for a tree, else a file.
@@ -191,7 +234,7 @@ struct MountFs::Impl {
       n.kind = Kind::kFile;
       n.size = f->size;
       n.mode = file_mode;
-      n.mtime_ns = mtime_ns ? mtime_ns : f->created * 1000000000;
+      n.mtime_ns = mtime_ns ? mtime_ns : SecondsToNs(f->created);
     }
     return n;
   }
@@ -261,7 +304,7 @@ struct MountFs::Impl {
     if (!versions) {
       const NameEntry* e = NameCatalog::Find(v, dir.prefix + name);
       if (!e) return Status::NotFound(name);
-      return ObjectNode(e->id, 0444, e->created * 1000000000, false);
+      return ObjectNode(e->id, 0444, SecondsToNs(e->created), false);
     }
     // NAME@N
     const size_t at = name.rfind('@');
@@ -275,11 +318,13 @@ struct MountFs::Impl {
     auto history = store.History(full);
     if (!history.ok()) return history.status();
     for (const NameEntry& e : *history)
-      if (e.version == version) return ObjectNode(e.id, 0444, e.created * 1000000000, false);
+      if (e.version == version) return ObjectNode(e.id, 0444, SecondsToNs(e.created), false);
     return Status::NotFound(name);
   }
 
-  chunkstore::Result<Node> LookupIn(fuse_ino_t parent, const Node& dir, const std::string& name) {
+  // *absent: the tree was read and has no such entry, an absence that
+  // holds for as long as the tree's id does.
+  chunkstore::Result<Node> LookupIn(fuse_ino_t parent, const Node& dir, const std::string& name, bool* absent) {
     switch (dir.kind) {
       case Kind::kNameDir:
         if (parent == FUSE_ROOT_ID && (name == ".versions" || name == ".objects")) {
@@ -298,7 +343,10 @@ struct MountFs::Impl {
         const auto& e = (*t)->entries;
         auto it = std::lower_bound(e.begin(), e.end(), name,
                                    [](const chunkstore::TreeEntry& x, const std::string& k) { return x.name < k; });
-        if (it == e.end() || it->name != name) return Status::NotFound(name);
+        if (it == e.end() || it->name != name) {
+          *absent = true;
+          return Status::NotFound(name);
+        }
         Node n;
         n.immutable = true;
         n.mtime_ns = it->mtime_ns;
@@ -314,6 +362,9 @@ struct MountFs::Impl {
           if (!sub.ok() && sub.status().IsNotFound())
             return Status::Corruption("the tree " + dir.id + " names " + it->id + " for " + name +
                                       ", which the store does not have");
+          if (sub.ok() && sub->kind != Kind::kTreeDir)
+            return Status::Corruption("the tree " + dir.id + " says " + name + " is a directory, but " + it->id +
+                                      " is a file");
           return sub;
         }
         n.kind = Kind::kFile;
@@ -345,15 +396,6 @@ struct MountFs::Impl {
   chunkstore::Result<std::vector<DirHandle::Item>> List(const Node& dir, bool root) {
     std::vector<DirHandle::Item> items{{".", S_IFDIR}, {"..", S_IFDIR}};
     if (dir.kind == Kind::kObjectsDir) return items;  // ids are looked up, never listed
-    if (dir.kind == Kind::kTreeDir) {
-      auto t = OpenTree(dir.id);
-      if (!t.ok()) return t.status();
-      for (const auto& e : (*t)->entries)
-        items.push_back({e.name, mode_t(e.type == chunkstore::EntryType::kDirectory ? S_IFDIR
-                                        : e.type == chunkstore::EntryType::kSymlink ? S_IFLNK
-                                                                                    : S_IFREG)});
-      return items;
-    }
     if (root) items.push_back({".objects", S_IFDIR}), items.push_back({".versions", S_IFDIR});
     const bool versions = dir.kind == Kind::kVersionsDir;
     auto all = catalog.Current(true);
@@ -402,9 +444,10 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   MountFs::Impl* fs = FsOf(req);
   auto dir = fs->nodes.Get(parent);
   if (!dir) return (void)fuse_reply_err(req, ENOENT);
-  auto n = fs->LookupIn(parent, *dir, name);
+  bool absent = false;
+  auto n = fs->LookupIn(parent, *dir, name, &absent);
   if (!n.ok()) {
-    if (n.status().IsNotFound() && dir->kind == Kind::kTreeDir) {
+    if (absent) {
       // A tree never gains an entry: the kernel may remember the absence.
       fuse_entry_param e{};
       e.entry_timeout = kImmutableTimeout;
@@ -561,10 +604,17 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto n = fs->nodes.Get(ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   if (n->kind == Kind::kFile || n->kind == Kind::kSymlink) return (void)fuse_reply_err(req, ENOTDIR);
-  auto items = fs->List(*n, ino == FUSE_ROOT_ID);
-  if (!items.ok()) return (void)fuse_reply_err(req, fs->Errno(items.status(), "cannot list a directory"));
   auto h = std::make_shared<DirHandle>();
-  h->items = std::move(*items);
+  if (n->kind == Kind::kTreeDir) {
+    auto t = fs->OpenTree(n->id);
+    if (!t.ok()) return (void)fuse_reply_err(req, fs->Errno(t.status(), "cannot list a directory"));
+    h->items = {{".", S_IFDIR}, {"..", S_IFDIR}};
+    h->tree = std::move(*t);
+  } else {
+    auto items = fs->List(*n, ino == FUSE_ROOT_ID);
+    if (!items.ok()) return (void)fuse_reply_err(req, fs->Errno(items.status(), "cannot list a directory"));
+    h->items = std::move(*items);
+  }
   fi->fh = fs->dirs.Add(std::move(h));
   // A tree's listing is fixed by its id; a name directory's is not.
   fi->cache_readdir = n->kind == Kind::kTreeDir ? 1 : 0;
@@ -577,14 +627,15 @@ void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_inf
   if (!h) return (void)fuse_reply_err(req, EBADF);
   std::vector<char> buf(size);
   size_t used = 0;
-  for (size_t i = static_cast<size_t>(off); i < h->items.size(); ++i) {
+  for (size_t i = static_cast<size_t>(off); i < h->size(); ++i) {
     struct stat st {};
     // Inode numbers come from lookups; a listing says "unknown", as
     // libfuse's own high-level API does.
     st.st_ino = 0xffffffffu;
-    st.st_mode = h->items[i].type;
-    const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, h->items[i].name.c_str(), &st,
-                                          static_cast<off_t>(i + 1));
+    const auto [name, type] = h->At(i);
+    st.st_mode = type;
+    const size_t need =
+        fuse_add_direntry(req, buf.data() + used, size - used, name->c_str(), &st, static_cast<off_t>(i + 1));
     if (need > size - used) break;
     used += need;
   }

@@ -7,7 +7,8 @@ through mmap); a tree's modes, mtimes, symlinks, empty and nested
 directories; .versions/NAME@N and .objects/sha256:<hex>; names published
 while mounted (and a name's new version) seen within the refresh interval;
 writes refused; a damaged chunk giving EIO for its bytes only, logged by
-object; unmounting with fusermount3 -u and with SIGTERM, each exiting 0;
+object; a crafted index (a tree's directory that is not a tree, a publish
+time past what nanoseconds hold); unmounting with fusermount3 -u and with SIGTERM, each exiting 0;
 and a missing or wrong mount point refused. Without /dev/fuse the test
 fails: it is never skipped.
 Usage: mount_test.py CHUNKSTORE"""
@@ -19,6 +20,7 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -320,6 +322,29 @@ def main():
         m.p.send_signal(signal.SIGTERM)
         check(m.p.wait(timeout=20) == 0, f"exit 0 after SIGTERM: {''.join(m.log)!r}")
         check(not os.path.ismount(mnt), "SIGTERM unmounted")
+    finally:
+        m.cleanup()
+
+    # A crafted index: a tree's directory is not a tree there, and a
+    # publish time no clock gives.
+    nested_id = json.loads(cs(store, "--json", "stat", "site:nested"))["id"]
+    db = sqlite3.connect(os.path.join(store, "index.db"))
+    with db:
+        db.execute("DELETE FROM trees WHERE id = ?", (bytes.fromhex(nested_id[7:]),))
+        db.execute("UPDATE names SET created = 9223372036854775807 WHERE name = 'notes/hello'")
+    db.close()
+    m = Mount(store, mnt, "--refresh", "1")
+    try:
+        check(errno_of(lambda: os.stat(os.path.join(mnt, "site/nested"))) == errno.EIO,
+              "a directory entry naming an object that is not a tree: EIO")
+        check(errno_of(lambda: os.listdir(os.path.join(mnt, "site/nested"))) == errno.EIO, "and listing it: EIO")
+        check(read(os.path.join(mnt, "site/run.sh")) == files["run.sh"][0], "the tree's other entries still read")
+        st = os.stat(os.path.join(mnt, "notes/hello"))
+        check(st.st_mtime > 4e9, f"a publish time past what nanoseconds hold shows as the latest time: {st.st_mtime}")
+        time.sleep(0.2)
+        check(any("is a directory" in line and nested_id in line for line in m.log),
+              f"the log says which tree entry is damaged: {''.join(m.log)!r}")
+        check(m.unmount() == 0, f"exit 0 after fusermount3 -u: {''.join(m.log)!r}")
     finally:
         m.cleanup()
 
