@@ -163,6 +163,34 @@ TEST_P(BucketCheckpointTest, ACheckpointCutShortBeforeItsMarkIsPassedOver) {
   EXPECT_FALSE(v->corrupt()) << "a checkpoint cut short loses nothing";
 }
 
+// A checkpoint cut short is never the one the records before it are
+// deleted for: a cache that applied the marked checkpoint before it would
+// see one new mark after them, not two, and would take the deleted records
+// as never written.
+TEST_P(BucketCheckpointTest, ACheckpointCutShortIsNotWhatOlderRecordsAreDeletedFor) {
+  auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0, 0));
+  auto m = OpenMachine(dir_ / "m", WithCheckpointsEvery(0, 0));
+  ASSERT_TRUE(a && m);
+  PublishNamed(*a, 0, 3);
+  GcAfterRemoving(*a, "gone1");  // checkpoint 1
+  PublishNamed(*a, 3, 1);
+  ASSERT_TRUE(m->Refresh().ok());  // m: checkpoint 1's mark and n3
+  ASSERT_TRUE(m->Resolve("n3").ok());
+  PublishNamed(*a, 4, 1);
+  GcAfterRemoving(*a, "gone2");  // checkpoint 2 ...
+  auto checkpoints = Keys("checkpoints/");
+  ASSERT_FALSE(checkpoints.empty());
+  // ... whose mark never landed.
+  ASSERT_TRUE(backend_->Delete("log/" + checkpoints.back().substr(12) + "-checkpoint").ok());
+  PublishNamed(*a, 5, 2);
+  GcAfterRemoving(*a, "gone3");  // checkpoint 3: drops what checkpoint 1 covers, not what 2 does
+  ASSERT_TRUE(m->Refresh().ok());
+  ExpectNamed(*m, 7);
+  auto fresh = OpenMachine(dir_ / "fresh", WithCheckpointsEvery(0, 0));
+  ASSERT_TRUE(fresh);
+  ExpectNamed(*fresh, 7);
+}
+
 TEST_P(BucketCheckpointTest, ADamagedCheckpointFallsBackToTheOneBeforeAndVerifySaysSo) {
   auto a = OpenMachine(dir_ / "a", WithCheckpointsEvery(0));
   ASSERT_TRUE(a);

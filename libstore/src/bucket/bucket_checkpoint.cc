@@ -211,9 +211,18 @@ Status BucketLog::DropCovered(const std::string& tail) {
   }
   if (older.empty()) return Status::OK();
   std::sort(older.begin(), older.end());
-  const std::string keep = older.back();  // the newest checkpoint before this one (old enough)
   Result<std::vector<std::string>> log = ListLog("");
   if (!log.ok()) return log.status();
+  // What is kept must be a checkpoint every cache can start from: one cut
+  // short (its mark never landed) is passed over by every replay, and a
+  // cache that applied the marked one before it would then see one new
+  // mark, not two, and take the records deleted here as never written.
+  const std::set<std::string> keys(log->begin(), log->end());
+  std::string keep;  // the newest marked checkpoint before this one (old enough)
+  for (auto it = older.rbegin(); it != older.rend() && keep.empty(); ++it)
+    if (keys.count(MarkKey(*it))) keep = *it;
+  if (keep.empty()) return Status::OK();
+  older.erase(std::upper_bound(older.begin(), older.end(), keep), older.end());
   const std::string bound = kLogPrefix + keep;
   Status first;
   for (const std::string& key : *log) {
