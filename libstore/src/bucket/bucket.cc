@@ -206,6 +206,13 @@ Status RaiseBucketFormat(BlobStore* blobs, const std::string& secret) {
 
 // ---- the log -------------------------------------------------------------
 
+namespace {
+bool RemovesSomething(const ChangeSet& change) {
+  return !change.removed_objects.empty() || !change.removed_chunks.empty() || !change.removed_packs.empty() ||
+         !change.removed_names.empty();
+}
+}  // namespace
+
 class BucketLog::HeldBucket final : public ChangeLog::Held {
  public:
   HeldBucket(BucketLog* log, std::unique_ptr<BucketLock> lock) : log_(log), lock_(std::move(lock)) {}
@@ -217,15 +224,20 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
     if (log_->checkpoint_due_.exchange(false)) (void)log_->Checkpoint();
   }
   Status Commit(ChangeSet& change, Applied* applied, bool* made) override {
-    return log_->Write(change, applied, made, recheck_);
+    return log_->Write(change, applied, made, recheck_, replayed_ ? &replayed_newest_ : nullptr);
   }
   Status Replay(Index& into) override {
+    replayed_ = false;
     CHUNKSTORE_RETURN_IF_ERROR(into.PrepareBucketCache());
     bool behind = false;
     CHUNKSTORE_RETURN_IF_ERROR(log_->Follow(&into, nullptr, &behind));
     if (behind)
       return Status::Busy("the log of " + log_->blobs_->Describe() +
                           " changed meanwhile (two new checkpoints, or a record that arrived out of order); try again");
+    Result<std::string> newest = into.NewestApplied();
+    if (!newest.ok()) return newest.status();
+    replayed_newest_ = *newest;
+    replayed_ = true;
     return Status::OK();
   }
   const BucketLock& lock() const { return *lock_; }
@@ -234,6 +246,9 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
  private:
   BucketLog* log_;
   std::unique_ptr<BucketLock> lock_;
+  // The newest record the last replay applied: what a gc decided on.
+  std::string replayed_newest_;
+  bool replayed_ = false;
 };
 
 BucketLog::BucketLog(Env* env, BlobStore* blobs, IndexHandle* index, std::string cache_dir, StoreMeta meta,
@@ -467,7 +482,7 @@ Status BucketLog::CatchUp() {
 }
 
 Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made,
-                        const std::function<Status(Index&, ChangeSet&)>& recheck) {
+                        const std::function<Status(Index&, ChangeSet&)>& recheck, const std::string* decided_at) {
   if (made) *made = false;
   CHUNKSTORE_RETURN_IF_ERROR(RaiseFormatFor(change));
   // No refresh of this process may list the new key and apply it between
@@ -482,6 +497,13 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made,
   }
   std::string key;
   if (sequenced_) {
+    // gc decided on its own replay of the log. Another process sharing
+    // this cache may have applied a writer's record to it since: claiming
+    // after that record would pass it unchecked, where it may reuse what
+    // this change removes (a record that took the next number is caught
+    // by Claim, this one would not be).
+    if (decided_at && *decided_at != newest && change.kind == ChangeSet::kGc && RemovesSomething(change))
+      return Status::Busy("another writer changed " + blobs_->Describe() + " while gc ran; run gc again");
     CHUNKSTORE_RETURN_IF_ERROR(Claim(change, newest, made, &key, refresh, recheck));
   } else {
     key = NewLogKey(epoch_.load() + (change.kind == ChangeSet::kGc ? 1 : 0), newest);
@@ -641,9 +663,7 @@ Status BucketLog::StillStands(const ChangeSet& change) {
   // chunks: verified copies in new packs) stands whatever came before it;
   // at worst it gives a chunk that became garbage meanwhile a new row,
   // which the next gc drops.
-  const bool removes = !change.removed_objects.empty() || !change.removed_chunks.empty() ||
-                       !change.removed_packs.empty() || !change.removed_names.empty();
-  if (change.kind == ChangeSet::kGc && removes)
+  if (change.kind == ChangeSet::kGc && RemovesSomething(change))
     return Status::Busy("another writer changed " + blobs_->Describe() + " while gc ran; run gc again");
   auto db = index_->Lock();
   ReadTxn txn(db.get());

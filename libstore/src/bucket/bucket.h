@@ -187,9 +187,11 @@ class BucketLog final : public ChangeLog {
   // tail's.
   Status DropCovered(const std::string& tail);
   // recheck (may be empty): the holder's check, run again after other
-  // writers' changes arrived (Held::RecheckWith).
+  // writers' changes arrived (Held::RecheckWith). decided_at (may be null):
+  // the newest record the holder's last replay saw, which a sequenced
+  // log's gc decided on.
   Status Write(ChangeSet& change, Applied* applied, bool* made,
-               const std::function<Status(Index&, ChangeSet&)>& recheck);
+               const std::function<Status(Index&, ChangeSet&)>& recheck, const std::string* decided_at = nullptr);
   // Sequenced logs: stores change under the key after newest, and if
   // another writer took that key first, follows the log and (where the
   // change still stands on what it now shows) tries the next one. *key
