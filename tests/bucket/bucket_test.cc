@@ -19,6 +19,7 @@
 #include "bucket/bucket.h"
 #include "format/change_set.h"
 #include "hash/digest.h"
+#include "write/publish_session.h"
 #include "chunkstore/blob_store.h"
 #include "chunkstore/store.h"
 #include "backend/s3/s3_blob_store.h"
@@ -640,6 +641,51 @@ TEST_P(BucketTest, AFailedUploadLeavesAnOrphanThatOnlyGcAfterItsGraceRemoves) {
   // Publishing again works and reuses nothing lost.
   ASSERT_TRUE(a->PublishBytes(lost.data(), lost.size(), "lost").ok());
   EXPECT_EQ(*ReadObject(*a, "lost"), lost);
+}
+
+// A publish that runs longer than gc's grace before it commits: a gc on
+// another machine takes its packs (no record names them yet) for a crashed
+// writer's. The commit finds them gone and commits nothing, rather than
+// objects whose bytes are not there; publishing again stores them.
+TEST_P(BucketTest, APublishWhosePacksAGcTookMeanwhileCommitsNothing) {
+  auto a = OpenMachine(dir_ / "a");
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
+  const auto kept = RandomBytes(30000, 30), big = RandomBytes(12 << 20, 31);
+  ASSERT_TRUE(a->PublishBytes(kept.data(), kept.size(), "kept").ok());
+  struct EverySessionChecks {  // every session is old enough to check its packs
+    EverySessionChecks() { internal::SetPackCheckAgeForTests(0); }
+    ~EverySessionChecks() { internal::SetPackCheckAgeForTests(600); }
+  } checks;
+  auto batch = a->NewBatch();
+  const size_t before = CountBlobs("packs/");
+  ASSERT_TRUE(batch->AddBytes(big.data(), big.size(), "big").ok());
+  // Sealed packs upload in the background: wait until some are there.
+  size_t packs = CountBlobs("packs/");
+  for (int i = 0; i < 100 && packs < before + 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    packs = CountBlobs("packs/");
+  }
+  GcOptions now;
+  now.orphan_grace_seconds = -10;  // stands for: the batch's packs are older than the grace
+  auto rep = b->Gc(now);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_GT(rep->packs_deleted, 0u) << "the gc took none of the batch's packs (" << packs << " packs)";
+  auto c = batch->Commit();
+  ASSERT_FALSE(c.ok()) << "a publish whose packs are gone was committed";
+  EXPECT_TRUE(c.status().IsBusy()) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("are gone"), std::string::npos) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("Publish again"), std::string::npos) << c.status().ToString();
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  EXPECT_TRUE(fresh->Resolve("big").status().IsNotFound());
+  auto v = fresh->Verify();
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->corrupt());
+  ASSERT_TRUE(a->PublishBytes(big.data(), big.size(), "big").ok());
+  ASSERT_TRUE(fresh->Refresh().ok());
+  EXPECT_EQ(*ReadObject(*fresh, "big"), big);
+  EXPECT_EQ(*ReadObject(*fresh, "kept"), kept);
 }
 
 TEST_P(BucketTest, AFailureAtEveryWriteLosesNothingAlreadyStored) {

@@ -3,6 +3,7 @@
 // a session to Ingest.
 #include "write/publish_session.h"
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 
@@ -71,6 +72,38 @@ class SessionSink final : public IngestSink {
   const uint32_t inline_max_;
 };
 
+namespace {
+std::atomic<int64_t> g_pack_check_age{600};
+}  // namespace
+
+int64_t PackCheckAgeSeconds() { return g_pack_check_age.load(); }
+void SetPackCheckAgeForTests(int64_t seconds) { g_pack_check_age = seconds; }
+
+Status PublishSession::CheckPacksStayed() {
+  // Where a free lock proves a writer gone, gc never takes a pack a
+  // writer holds; elsewhere a pack younger than gc's grace (an hour by
+  // default) is safe. Called with the log held: on a bucket with lock
+  // blobs no gc runs until the commit is made; on a sequenced one the
+  // check narrows the race to the moment before the claim.
+  if (t_.packs->LockProvesNoWriter() || sealed_.empty() || first_pack_ms_ < 0) return Status::OK();
+  if (SteadyMs() - first_pack_ms_ < PackCheckAgeSeconds() * 1000) return Status::OK();
+  size_t gone = 0;
+  std::string first;
+  for (const Sealed& p : sealed_) {
+    Result<std::unique_ptr<File>> f = t_.packs->Open(p.writer->name, 0);
+    if (f.ok()) continue;
+    if (!f.status().IsNotFound()) return f.status().WithContext("cannot check the packs this publish wrote");
+    if (gone++ == 0) first = p.writer->name;
+  }
+  if (gone == 0) return Status::OK();
+  return Status::Busy(std::to_string(gone) + " of the " + std::to_string(sealed_.size()) +
+                      " packs this publish wrote (" + first + (gone > 1 ? ", ..." : "") + ") are gone from " +
+                      t_.packs->Describe() +
+                      ": a gc took them for a crashed writer's, as it does with packs no record names once they "
+                      "are older than its --orphan-grace; nothing was committed. Publish again, and give gc a "
+                      "grace longer than the longest publish");
+}
+
 PublishSession::~PublishSession() {
   if (!done_) Abort();
 }
@@ -125,6 +158,7 @@ Status PublishSession::WriteChunk(const Digest& id, const uint8_t* raw, uint32_t
     Result<std::unique_ptr<PackWriter>> w = t_.packs->Acquire();
     if (!w.ok()) return w.status();
     writer_ = std::move(*w);
+    if (first_pack_ms_ < 0) first_pack_ms_ = SteadyMs();
   }
   const uint8_t* payload = compressed ? packed.data() : raw;
   const RecordHeader h = MakeRecordHeader(id, raw_len, codec, payload, stored_len);
@@ -432,9 +466,10 @@ Status PublishSession::Commit() {
       // A gc that ran since these chunks were found may have removed them;
       // committing would leave an object pointing at nothing. Unless the
       // index shows that nothing can have removed one, check each again.
+      s = CheckPacksStayed();
       auto db = t_.index->Lock();
       ReadTxn txn(db.get());
-      s = txn.status();
+      if (s.ok()) s = txn.status();
       bool unchanged = false;
       if (s.ok() && mark_ && mark_index_ == db.get()) {
         Result<Index::ChangeMark> now = db->Mark();

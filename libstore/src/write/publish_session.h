@@ -55,6 +55,11 @@ struct ObjectRole {
   std::vector<Digest> refs;
 };
 
+// How long a session may hold packs no record names before its commit
+// checks they are still there (600 s; tests lower it).
+int64_t PackCheckAgeSeconds();
+void SetPackCheckAgeForTests(int64_t seconds);
+
 class PublishSession {
  public:
   explicit PublishSession(PublishTarget target) : t_(std::move(target)) {}
@@ -189,6 +194,13 @@ class PublishSession {
     bool reaped = false;
   };
   std::vector<Sealed> sealed_;  // every writer of this session, in order
+  // When this session took its first pack (SteadyMs; -1: none yet). Where
+  // no lock tells gc that a pack is being written (a bucket), gc takes a
+  // pack no record names for a crashed writer's once it is older than its
+  // grace: a session that ran that long checks its packs at commit.
+  int64_t first_pack_ms_ = -1;
+  // Checks that every pack this session sealed is still there.
+  Status CheckPacksStayed();
   Status seal_error_;           // the first failed seal
 };
 
