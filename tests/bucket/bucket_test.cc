@@ -688,6 +688,40 @@ TEST_P(BucketTest, APublishWhosePacksAGcTookMeanwhileCommitsNothing) {
   EXPECT_EQ(*ReadObject(*fresh, "kept"), kept);
 }
 
+// verify on one machine while a gc on another drops dead chunks and
+// deletes their packs: what gc removed is no damage, whether verify had
+// listed it already or not, in a quick verify and a full one.
+TEST_P(BucketTest, AVerifyDuringAnotherMachinesGcReportsNoDamage) {
+  for (const bool quick : {true, false}) {
+    auto a = OpenMachine(dir_ / ("a" + std::to_string(quick)));
+    auto b = OpenMachine(dir_ / ("b" + std::to_string(quick)));
+    ASSERT_TRUE(a && b);
+    const auto keep = RandomBytes(30000, 40 + quick), old = RandomBytes(300000, 42 + quick);
+    ASSERT_TRUE(a->PublishBytes(keep.data(), keep.size(), "keep" + std::to_string(quick)).ok());
+    ASSERT_TRUE(a->PublishBytes(old.data(), old.size(), "old" + std::to_string(quick)).ok());
+    ASSERT_TRUE(a->RemoveName("old" + std::to_string(quick)).ok());
+    ASSERT_TRUE(b->Refresh().ok());
+    std::atomic<bool> ran{false};
+    Result<GcReport> gc = Status::IOError("not run");
+    VerifyOptions vo;
+    vo.quick = quick;
+    vo.progress = [&](uint64_t, uint64_t) {
+      if (!ran.exchange(true)) gc = a->Gc(testing::GcNow());
+    };
+    auto v = b->Verify(vo);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    ASSERT_TRUE(ran.load()) << "the gc did not run during verify";
+    ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+    ASSERT_GT(gc->chunks_removed, 0u) << "quick " << quick;
+    std::string problems;
+    for (const auto& p : v->problems) problems += p.kind + " " + p.message + "\n";
+    EXPECT_FALSE(v->corrupt()) << "quick " << quick << ":\n" << problems;
+    auto again = b->Verify(vo);
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE(again->corrupt());
+  }
+}
+
 TEST_P(BucketTest, AFailureAtEveryWriteLosesNothingAlreadyStored) {
   const auto base = RandomBytes(50000, 13);
   const auto extra = RandomBytes(50000, 14);

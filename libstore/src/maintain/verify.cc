@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/clock.h"
 #include "format/manifest.h"
 #include "format/pack_format.h"
 #include "format/tree.h"
@@ -60,6 +61,25 @@ class Verifier {
   std::unordered_set<Digest, DigestHash> verified_;
   std::vector<std::pair<std::string, Status>> failed_reads_;  // object, what failed
   uint64_t objects_read_ = 0;  // for progress
+  int64_t caught_up_ms_ = -1;  // when CatchUp last ran (SteadyMs)
+
+  // Brings the index up to the log before a missing pack or chunk counts
+  // as damage: a gc elsewhere (another machine, on a bucket) may have
+  // removed it since this verify listed what to check. At most once a
+  // second; a failure leaves the index as it was.
+  void CatchUp() {
+    const int64_t now = SteadyMs();
+    if (caught_up_ms_ >= 0 && now - caught_up_ms_ < 1000) return;
+    caught_up_ms_ = now;
+    (void)t_.log->CatchUp();
+  }
+  // Whether pack `name` has left the index (after catching up): a gc
+  // removed it, which is no damage.
+  bool PackWasRemoved(const std::string& name) {
+    CatchUp();
+    Result<std::optional<PackRow>> row = t_.index->Lock()->FindPackByName(name);
+    return row.ok() && !row->has_value();
+  }
 };
 
 // How many times the index is compared with a fresh replay of the log
@@ -109,10 +129,9 @@ Status Verifier::CheckPacks(std::map<int64_t, PackRow>* packs) {
   for (const auto& [id, row] : *packs) {
     Result<std::unique_ptr<File>> f = t_.packs->Open(row.name, row.size);
     if (!f.ok()) {
-      if (f.status().IsNotFound() || f.status().IsCorruption())
+      if (!f.status().IsNotFound() && !f.status().IsCorruption()) return f.status();
+      if (!PackWasRemoved(row.name))
         Problem("missing-pack", "", "", row.name.substr(0, 64), 0, "pack file is missing: " + f.status().message());
-      else
-        return f.status();
       continue;
     }
     uint8_t header[kPackHeaderSize];
@@ -120,7 +139,8 @@ Status Verifier::CheckPacks(std::map<int64_t, PackRow>* packs) {
     Status read = (*f)->ReadAt(0, sizeof header, header, &got);
     // A bucket's pack opens without a request; that it is gone shows here.
     if (read.IsNotFound()) {
-      Problem("missing-pack", "", "", row.name.substr(0, 64), 0, "pack file is missing: " + read.message());
+      if (!PackWasRemoved(row.name))
+        Problem("missing-pack", "", "", row.name.substr(0, 64), 0, "pack file is missing: " + read.message());
       continue;
     }
     CHUNKSTORE_RETURN_IF_ERROR(read);
@@ -366,9 +386,17 @@ Result<VerifyReport> Verifier::Run() {
   // A gc running meanwhile may have moved a chunk and deleted the pack it
   // was in: before a pack that is not there counts as damage, the chunk's
   // row is read again, and a chunk now elsewhere is checked there.
-  auto moved_and_sound = [&](const ChunkToCheck& c) {
+  auto moved_or_removed = [&](const ChunkToCheck& c) {
+    CatchUp();
     Result<std::optional<ChunkLocation>> now = t_.index->Lock()->FindChunk(c.id);
-    if (!now.ok() || !now->has_value()) return false;
+    if (!now.ok()) return false;
+    if (!now->has_value()) {
+      // gc dropped it: no damage, unless an object that needs it is still
+      // here (verify found the object's chunks indexed when it began).
+      if (!c.has_object) return true;
+      Result<std::optional<ObjectRow>> o = t_.index->Lock()->FindObject(c.object);
+      return o.ok() && !o->has_value();
+    }
     if ((*now)->pack_id == c.loc.pack_id && (*now)->offset == c.loc.offset) return false;
     Result<std::shared_ptr<File>> file = t_.packs->ForRead((*now)->pack_id);
     return file.ok() && CheckRecord(**file, c.id, **now, o_.quick, &raw, true, t_.packs->remote()).ok();
@@ -377,7 +405,7 @@ Result<VerifyReport> Verifier::Run() {
     const std::string oid = c->has_object ? c->object.ObjectId() : "";
     auto pit = packs.find(c->loc.pack_id);
     if (pit == packs.end()) {
-      if (!moved_and_sound(*c))
+      if (!moved_or_removed(*c))
         Problem("corrupt-chunk", oid, c->id.Hex(), "", c->loc.offset, "the index names a pack it does not record");
       continue;
     }
@@ -385,14 +413,14 @@ Result<VerifyReport> Verifier::Run() {
     Result<std::shared_ptr<File>> file = t_.packs->ForRead(c->loc.pack_id);
     if (!file.ok()) {
       if (!file.status().IsCorruption()) return file.status();
-      if (!moved_and_sound(*c))
+      if (!moved_or_removed(*c))
         Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
       continue;
     }
     report_.bytes_checked += kRecordHeaderSize + c->loc.stored_len;
     if (o_.progress) o_.progress(report_.bytes_checked, objects_read_);
     Status s = CheckRecord(**file, c->id, c->loc, o_.quick, &raw, true, t_.packs->remote());
-    if (s.IsNotFound() && moved_and_sound(*c)) continue;
+    if (s.IsNotFound() && moved_or_removed(*c)) continue;
     if (s.IsCorruption()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, s.message());
     else if (s.IsNotFound()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
     else if (!s.ok()) return s;
@@ -415,10 +443,19 @@ Result<VerifyReport> Verifier::Run() {
       if (*n == 0) return Status::OK();
     }
   };
+  if (!failed_reads_.empty()) CatchUp();
   for (const auto& [oid, failed] : failed_reads_) {
     if (damaged_chunks.count(failed.chunk_id())) continue;
     const Status again = read_again(oid);
     if (again.ok()) continue;
+    // Removed since (a gc elsewhere collected it): nothing to check.
+    if (again.IsNotFound()) {
+      const std::optional<Digest> id = Digest::FromHex(oid.size() > 7 ? oid.substr(7) : oid);
+      if (id) {
+        Result<std::optional<ObjectRow>> row = t_.index->Lock()->FindObject(*id);
+        if (row.ok() && !row->has_value()) continue;
+      }
+    }
     const Status& shown = again.IsCorruption() ? again : failed;
     Problem("corrupt-chunk", oid, shown.chunk_id().empty() ? failed.chunk_id() : shown.chunk_id(), "", 0,
             shown.message());
