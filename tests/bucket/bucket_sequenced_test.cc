@@ -236,10 +236,13 @@ TEST_P(BucketSequencedTest, AGcDoesNotClaimPastARecordItsDecisionNeverSaw) {
   auto other = OpenMachine(dir_ / "shared");  // serve, say, on the same cache
   auto w = OpenMachine(dir_ / "w");
   ASSERT_TRUE(g && other && w);
+  // A real service's requests take long enough to open the race wide.
+  const bool remote = GetParam() == Backend::kS3;
+  const int rounds = remote ? 8 : 30;
   {
     // Enough objects that gc's decision takes a while.
     auto batch = w->NewBatch();
-    for (int i = 0; i < 2000; ++i) {
+    for (int i = 0; i < (remote ? 300 : 2000); ++i) {
       const auto d = RandomBytes(2500, 100000 + static_cast<uint64_t>(i));
       ASSERT_TRUE(batch->AddBytes(d.data(), d.size(), "base" + std::to_string(i)).ok());
     }
@@ -251,8 +254,8 @@ TEST_P(BucketSequencedTest, AGcDoesNotClaimPastARecordItsDecisionNeverSaw) {
     while (!stop) (void)other->Refresh();
   });
   std::mt19937 rng(1);
-  int lost = 0, raced = 0;
-  for (int round = 0; round < 30 && lost == 0; ++round) {
+  int lost = 0;
+  for (int round = 0; round < rounds && lost == 0; ++round) {
     const auto d = RandomBytes(20000, 900 + static_cast<uint64_t>(round));
     const std::string dead = "dead" + std::to_string(round), again = "again" + std::to_string(round);
     ASSERT_TRUE(w->PublishBytes(d.data(), d.size(), dead).ok());
@@ -262,7 +265,6 @@ TEST_P(BucketSequencedTest, AGcDoesNotClaimPastARecordItsDecisionNeverSaw) {
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));
     auto p = w->PublishBytes(d.data(), d.size(), again);
     gc.join();
-    if (!p.ok() || !rep.ok()) ++raced;
     if (!p.ok()) continue;  // the publish lost to gc and said so
     auto fresh = OpenMachine(dir_ / ("fresh" + std::to_string(round)));
     ASSERT_TRUE(fresh);
