@@ -593,10 +593,11 @@ TEST_P(BucketTest, ALockOfACrashedProcessOnThisHostDoesNotBlockGc) {
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);
   ASSERT_EQ(waitpid(child, nullptr, 0), child);  // a pid that no longer runs
-  const std::string dead = "writer on " + std::string(host) + ", pid " + std::to_string(child) + "\n";
+  const std::string dead = "writer " + internal::LockHolder(child) + "\n";
+  ASSERT_NE(dead.find(", boot "), std::string::npos) << "this machine's /proc tells no boot id: " << dead;
   ASSERT_TRUE(backend_->Put("locks/shared-00000000deadbeef", dead.data(), dead.size()).ok());
   // A live holder (this process), and one on another host, still count.
-  const std::string live = "writer on " + std::string(host) + ", pid " + std::to_string(getpid()) + "\n";
+  const std::string live = "writer " + internal::LockHolder(getpid()) + "\n";
   ASSERT_TRUE(backend_->Put("locks/shared-00000000a11a11a1", live.data(), live.size()).ok());
   EXPECT_TRUE(a->Gc().status().IsBusy());
   ASSERT_TRUE(backend_->Delete("locks/shared-00000000a11a11a1").ok());
@@ -604,6 +605,20 @@ TEST_P(BucketTest, ALockOfACrashedProcessOnThisHostDoesNotBlockGc) {
   ASSERT_TRUE(backend_->Put("locks/shared-000000000e0e0e0e", remote.data(), remote.size()).ok());
   EXPECT_TRUE(a->Gc().status().IsBusy());
   ASSERT_TRUE(backend_->Delete("locks/shared-000000000e0e0e0e").ok());
+  // The same host name and the dead process's id, but another machine
+  // that shares the name, or a container with process ids of its own, or
+  // a holder that did not say which: its process may well run.
+  const std::string tail = dead.substr(dead.find(", boot "));
+  for (const std::string& other :
+       {"writer on " + std::string(host) + ", pid " + std::to_string(child) + ", boot 00000000-0000-0000-0000-000000000000" +
+            tail.substr(tail.find(", pidns ")),
+        "writer on " + std::string(host) + ", pid " + std::to_string(child) + tail.substr(0, tail.find(", pidns ")) +
+            ", pidns pid:[1]\n",
+        "writer on " + std::string(host) + ", pid " + std::to_string(child) + "\n"}) {
+    ASSERT_TRUE(backend_->Put("locks/shared-00000000c0c0c0c0", other.data(), other.size()).ok());
+    EXPECT_TRUE(a->Gc().status().IsBusy()) << other;
+    ASSERT_TRUE(backend_->Delete("locks/shared-00000000c0c0c0c0").ok());
+  }
   auto rep = a->Gc();
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   EXPECT_EQ(CountBlobs("locks/"), 0u);  // the dead holder's lock is gone too

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -66,25 +67,57 @@ std::string HostName() {
   return host;
 }
 
-// True when a lock blob's body says it was taken by a process on this host
-// that no longer runs: its holder crashed, and the lock need not age.
+// What tells this boot of this machine, and the process ids it can see,
+// from every other: the kernel's boot id and the pid namespace. Two
+// machines may share a host name, and containers on one host may share it
+// with separate process ids. "" where /proc does not say.
+std::string PidSpace() {
+  static const std::string space = [] {
+    std::string boot;
+    if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char line[64] = {0};
+      if (std::fgets(line, sizeof line, f)) boot = line;
+      std::fclose(f);
+    }
+    while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+    char ns[64] = {0};
+    const ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    if (boot.empty() || n <= 0) return std::string();
+    return "boot " + boot + ", pidns " + std::string(ns, static_cast<size_t>(n));
+  }();
+  return space;
+}
+
+// True when a lock blob's body says it was taken by a process that no
+// longer runs, on this boot of this machine and in the process ids this
+// process sees: its holder crashed, and the lock need not age. A body
+// that does not say all of that (another machine's, a container's, an
+// older version's) never does.
 bool HolderIsGone(BlobStore* blobs, const std::string& key) {
   Result<std::string> body = blobs->Get(key);
   if (!body.ok()) return body.status().IsNotFound();
+  if (PidSpace().empty()) return false;
   const std::string on = " on " + HostName() + ", pid ";
   const size_t at = body->find(on);
   if (at == std::string::npos) return false;
-  const long pid = std::strtol(body->c_str() + at + on.size(), nullptr, 10);
+  char* end = nullptr;
+  const long pid = std::strtol(body->c_str() + at + on.size(), &end, 10);
+  if (std::string(end) != ", " + PidSpace() + "\n") return false;
   return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 }  // namespace
 
+std::string LockHolder(int64_t pid) {
+  std::string holder = "on " + HostName() + ", pid " + std::to_string(pid);
+  if (!PidSpace().empty()) holder += ", " + PidSpace();
+  return holder;
+}
+
 Result<std::unique_ptr<BucketLock>> BucketLog::Lock(bool exclusive, int wait_ms) {
   const std::string key =
       std::string(kLockPrefix) + (exclusive ? "exclusive-" : "shared-") + RandomHex(8);
-  const std::string body = std::string(exclusive ? "gc" : "writer") + " on " + HostName() +
-                           ", pid " + std::to_string(getpid()) + "\n";
+  const std::string body = std::string(exclusive ? "gc " : "writer ") + LockHolder(getpid()) + "\n";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   for (;;) {
     CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(key, body.data(), body.size()));

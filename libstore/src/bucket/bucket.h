@@ -227,6 +227,10 @@ class BucketLog final : public ChangeLog {
 // can claim the number of a record a checkpoint dropped. Tests that need
 // dropped records at once lower it.
 int64_t MinimumLogRetentionSeconds();
+// Who holds a lock blob, as its body says after "gc " or "writer ": this
+// host, the process id and what tells its process ids from other
+// machines' and containers' ("on HOST, pid N, boot ID, pidns pid:[INODE]").
+std::string LockHolder(int64_t pid);
 void SetMinimumLogRetentionForTests(int64_t seconds);
 
 struct BucketPackOptions {
