@@ -26,6 +26,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -187,7 +188,7 @@ struct MountFs::Impl {
 
   chunkstore::Result<std::shared_ptr<const chunkstore::Tree>> OpenTree(const std::string& id) {
     using Loaded = chunkstore::Result<std::shared_ptr<const chunkstore::Tree>>;
-    std::promise<Loaded> mine;
+    std::optional<std::promise<Loaded>> mine;  // made only when this call reads the tree
     {
       std::unique_lock<std::mutex> l(cache_mu);
       auto it = trees.find(id);
@@ -198,7 +199,8 @@ struct MountFs::Impl {
         l.unlock();
         return theirs.get();
       }
-      trees_loading.emplace(id, mine.get_future().share());
+      mine.emplace();
+      trees_loading.emplace(id, mine->get_future().share());
     }
     Loaded got = [&]() -> Loaded {
       auto t = store.OpenTree(id);
@@ -212,7 +214,7 @@ struct MountFs::Impl {
       if (tree_entries + (*got)->entries.size() > kTreeEntriesLimit) trees.clear(), tree_entries = 0;
       if (trees.emplace(id, *got).second) tree_entries += (*got)->entries.size();
     }
-    mine.set_value(got);
+    mine->set_value(got);
     trees_loading.erase(id);
     return got;
   }

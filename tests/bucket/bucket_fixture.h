@@ -126,7 +126,19 @@ class FaultyBlobStore final : public BlobStore {
   }
   Status GetRange(const std::string& key, uint64_t offset, size_t n, void* buf, size_t* got) override {
     Note("GET", key);
+    std::function<void()> hook;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (on_get_range_ && key.rfind(on_get_range_prefix_, 0) == 0) hook = std::move(on_get_range_), on_get_range_ = nullptr;
+    }
+    if (hook) hook();
     return t_->GetRange(key, offset, n, buf, got);
+  }
+  // Runs fn (once) just before the next ranged GET of a key under prefix.
+  void OnNextGetRange(const std::string& prefix, std::function<void()> fn) {
+    std::lock_guard<std::mutex> l(mu_);
+    on_get_range_prefix_ = prefix;
+    on_get_range_ = std::move(fn);
   }
   Result<std::string> Get(const std::string& key) override {
     {
@@ -219,8 +231,8 @@ class FaultyBlobStore final : public BlobStore {
   bool broken_ = false;
   int mutations_ = 0;
   std::vector<std::string> got_, requests_;
-  std::string on_list_prefix_;
-  std::function<void()> on_list_;
+  std::string on_list_prefix_, on_get_range_prefix_;
+  std::function<void()> on_list_, on_get_range_;
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
   bool hold_armed_ = false, held_ = false, released_ = false;

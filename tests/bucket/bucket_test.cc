@@ -737,6 +737,31 @@ TEST_P(BucketTest, AVerifyDuringAnotherMachinesGcReportsNoDamage) {
   }
 }
 
+// The same, where the gc deletes a pack between verify's listing of the
+// packs and its look at that pack's file.
+TEST_P(BucketTest, AVerifyThatFindsAPackAGcRemovedMeanwhileReportsNoDamage) {
+  auto a = OpenMachine(dir_ / "a");
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
+  const auto keep = RandomBytes(30000, 44), old = RandomBytes(600000, 45);
+  ASSERT_TRUE(a->PublishBytes(keep.data(), keep.size(), "keep").ok());
+  ASSERT_TRUE(a->PublishBytes(old.data(), old.size(), "old").ok());
+  ASSERT_TRUE(a->RemoveName("old").ok());
+  ASSERT_TRUE(b->Refresh().ok());
+  Result<GcReport> gc = Status::IOError("not run");
+  faulty_->OnNextGetRange("packs/", [&] { gc = a->Gc(testing::GcNow()); });
+  VerifyOptions quick;
+  quick.quick = true;
+  auto v = b->Verify(quick);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  ASSERT_GT(gc->packs_deleted, 0u);
+  std::string problems;
+  for (const auto& p : v->problems) problems += p.kind + " " + p.message + "\n";
+  EXPECT_FALSE(v->corrupt()) << problems;
+  EXPECT_EQ(*ReadObject(*b, "keep"), keep);
+}
+
 TEST_P(BucketTest, AFailureAtEveryWriteLosesNothingAlreadyStored) {
   const auto base = RandomBytes(50000, 13);
   const auto extra = RandomBytes(50000, 14);

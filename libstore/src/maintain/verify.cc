@@ -9,7 +9,6 @@
 #include <thread>
 #include <unordered_set>
 
-#include "base/clock.h"
 #include "format/manifest.h"
 #include "format/pack_format.h"
 #include "format/tree.h"
@@ -27,6 +26,7 @@ struct ChunkToCheck {
   ChunkLocation loc;
   Digest object;  // the first object found that contains it
   bool has_object = false;
+  std::vector<uint32_t> more;  // the other objects that contain it (indices into those walked)
 };
 
 class Verifier {
@@ -61,24 +61,42 @@ class Verifier {
   std::unordered_set<Digest, DigestHash> verified_;
   std::vector<std::pair<std::string, Status>> failed_reads_;  // object, what failed
   uint64_t objects_read_ = 0;  // for progress
-  int64_t caught_up_ms_ = -1;  // when CatchUp last ran (SteadyMs)
+  // Checks of a pack or record begun, counted; every check up to
+  // caught_up_after_ began before the index last caught up with the log.
+  uint64_t checks_ = 0, caught_up_after_ = 0;
+  std::map<int64_t, std::string> pack_names_;  // the packs verify listed, by index id
+  bool renumbered_ = false;  // a catch-up rebuilt the index cache: those ids mean other packs now
 
   // Brings the index up to the log before a missing pack or chunk counts
   // as damage: a gc elsewhere (another machine, on a bucket) may have
-  // removed it since this verify listed what to check. At most once a
-  // second; a failure leaves the index as it was.
-  void CatchUp() {
-    const int64_t now = SteadyMs();
-    if (caught_up_ms_ >= 0 && now - caught_up_ms_ < 1000) return;
-    caught_up_ms_ = now;
+  // removed it since this verify listed what to check. A gc records a
+  // removal before it deletes, so only a catch-up begun after the check
+  // that missed began can tell; one is enough for every check before it.
+  // A failure leaves the index as it was.
+  void CatchUpSince(uint64_t started) {
+    if (caught_up_after_ >= started) return;
+    caught_up_after_ = checks_;
     (void)t_.log->CatchUp();
+    // A cache far behind starts again from the newest checkpoint, which
+    // numbers the packs afresh.
+    Result<std::vector<PackRow>> rows = t_.index->Lock()->ListPacks();
+    if (!rows.ok()) return;
+    for (const PackRow& r : *rows) {
+      auto it = pack_names_.find(r.id);
+      if (it != pack_names_.end() && it->second != r.name) renumbered_ = true;
+    }
+    if (renumbered_) t_.packs->ForgetOpen();
   }
-  // Whether pack `name` has left the index (after catching up): a gc
-  // removed it, which is no damage.
-  bool PackWasRemoved(const std::string& name) {
-    CatchUp();
-    Result<std::optional<PackRow>> row = t_.index->Lock()->FindPackByName(name);
-    return row.ok() && !row->has_value();
+  // Whether pack `name`, found missing by the check numbered started, has
+  // left the index: a gc removed it, which is no damage.
+  bool PackWasRemoved(const std::string& name, uint64_t started) {
+    auto gone = [&] {
+      Result<std::optional<PackRow>> row = t_.index->Lock()->FindPackByName(name);
+      return row.ok() && !row->has_value();
+    };
+    if (gone()) return true;
+    CatchUpSince(started);
+    return renumbered_ || gone();
   }
 };
 
@@ -124,13 +142,14 @@ Status Verifier::CheckPacks(std::map<int64_t, PackRow>* packs) {
     auto db = t_.index->Lock();
     Result<std::vector<PackRow>> rows = db->ListPacks();
     if (!rows.ok()) return rows.status();
-    for (const auto& r : *rows) (*packs)[r.id] = r;
+    for (const auto& r : *rows) (*packs)[r.id] = r, pack_names_[r.id] = r.name;
   }
   for (const auto& [id, row] : *packs) {
+    const uint64_t started = ++checks_;
     Result<std::unique_ptr<File>> f = t_.packs->Open(row.name, row.size);
     if (!f.ok()) {
       if (!f.status().IsNotFound() && !f.status().IsCorruption()) return f.status();
-      if (!PackWasRemoved(row.name))
+      if (!PackWasRemoved(row.name, started))
         Problem("missing-pack", "", "", row.name.substr(0, 64), 0, "pack file is missing: " + f.status().message());
       continue;
     }
@@ -139,7 +158,7 @@ Status Verifier::CheckPacks(std::map<int64_t, PackRow>* packs) {
     Status read = (*f)->ReadAt(0, sizeof header, header, &got);
     // A bucket's pack opens without a request; that it is gone shows here.
     if (read.IsNotFound()) {
-      if (!PackWasRemoved(row.name))
+      if (!PackWasRemoved(row.name, started))
         Problem("missing-pack", "", "", row.name.substr(0, 64), 0, "pack file is missing: " + read.message());
       continue;
     }
@@ -308,6 +327,7 @@ Result<VerifyReport> Verifier::Run() {
   std::map<Digest, ChunkToCheck> chunks;  // ordered by id; sorted by place below
   std::vector<ObjectRow> readable;
   for (const ObjectRow& o : objects) {
+    const uint32_t walked = static_cast<uint32_t>(&o - objects.data());
     ++report_.objects_checked;
     const std::string oid = o.id.ObjectId();
     if (o.tree) CHUNKSTORE_RETURN_IF_ERROR(CheckTreeRefs(o));
@@ -332,7 +352,14 @@ Result<VerifyReport> Verifier::Run() {
     }
     auto db = t_.index->Lock();
     for (const auto& e : *entries) {
-      if (chunks.count(e.id)) continue;
+      auto seen = chunks.find(e.id);
+      if (seen != chunks.end()) {
+        // Kept so that a chunk gc dropped meanwhile counts as damage
+        // while any object that needs it is still here.
+        ChunkToCheck& c = seen->second;
+        if (c.object != o.id && (c.more.empty() || c.more.back() != walked)) c.more.push_back(walked);
+        continue;
+      }
       Result<std::optional<ChunkLocation>> loc = db->FindChunk(e.id);
       if (!loc.ok()) return loc.status();
       if (!loc->has_value()) {
@@ -344,14 +371,14 @@ Result<VerifyReport> Verifier::Run() {
         Problem("bad-manifest", oid, e.id.Hex(), "", 0, "chunk length differs between manifest and index");
         complete = false;
       }
-      chunks[e.id] = {e.id, **loc, o.id, true};
+      chunks[e.id] = {e.id, **loc, o.id, true, {}};
     }
     if (complete && !o_.quick) readable.push_back(o);
   }
   if (whole) {  // chunks no object uses are checked too: they may be needed later
     auto db = t_.index->Lock();
     Status walked = db->ForEachChunk([&](const Digest& id, const ChunkLocation& loc) {
-      if (!chunks.count(id)) chunks[id] = {id, loc, Digest{}, false};
+      if (!chunks.count(id)) chunks[id] = {id, loc, Digest{}, false, {}};
     });
     if (!walked.ok()) {
       if (!walked.IsCorruption()) return walked;
@@ -366,7 +393,7 @@ Result<VerifyReport> Verifier::Run() {
     auto db = t_.index->Lock();
     Result<std::vector<PackRow>> rows = db->ListPacks();
     if (!rows.ok()) return rows.status();
-    for (const auto& r : *rows) packs[r.id] = r;
+    for (const auto& r : *rows) packs[r.id] = r, pack_names_[r.id] = r.name;
   }
 
   // Full reads: every object's id recomputed, its chunks verified on the way.
@@ -386,26 +413,42 @@ Result<VerifyReport> Verifier::Run() {
   // A gc running meanwhile may have moved a chunk and deleted the pack it
   // was in: before a pack that is not there counts as damage, the chunk's
   // row is read again, and a chunk now elsewhere is checked there.
-  auto moved_or_removed = [&](const ChunkToCheck& c) {
-    CatchUp();
-    Result<std::optional<ChunkLocation>> now = t_.index->Lock()->FindChunk(c.id);
-    if (!now.ok()) return false;
-    if (!now->has_value()) {
+  auto still_used = [&](const ChunkToCheck& c) {
+    auto here = [&](const Digest& id) {
+      Result<std::optional<ObjectRow>> o = t_.index->Lock()->FindObject(id);
+      return !o.ok() || o->has_value();
+    };
+    if (c.has_object && here(c.object)) return true;
+    for (uint32_t i : c.more)
+      if (here(objects[i].id)) return true;
+    return false;
+  };
+  // started: the number of the check that missed it.
+  auto moved_or_removed = [&](const ChunkToCheck& c, uint64_t started) {
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) {
+        CatchUpSince(started);
+        if (renumbered_) return true;  // verify stops: "run verify again"
+      }
+      Result<std::optional<ChunkLocation>> now = t_.index->Lock()->FindChunk(c.id);
+      if (!now.ok()) return false;
       // gc dropped it: no damage, unless an object that needs it is still
-      // here (verify found the object's chunks indexed when it began).
-      if (!c.has_object) return true;
-      Result<std::optional<ObjectRow>> o = t_.index->Lock()->FindObject(c.object);
-      return o.ok() && !o->has_value();
+      // here (verify found its chunks indexed when it began).
+      if (!now->has_value()) return !still_used(c);
+      if ((*now)->pack_id != c.loc.pack_id || (*now)->offset != c.loc.offset) {
+        Result<std::shared_ptr<File>> file = t_.packs->ForRead((*now)->pack_id);
+        return file.ok() && CheckRecord(**file, c.id, **now, o_.quick, &raw, true, t_.packs->remote()).ok();
+      }
     }
-    if ((*now)->pack_id == c.loc.pack_id && (*now)->offset == c.loc.offset) return false;
-    Result<std::shared_ptr<File>> file = t_.packs->ForRead((*now)->pack_id);
-    return file.ok() && CheckRecord(**file, c.id, **now, o_.quick, &raw, true, t_.packs->remote()).ok();
+    return false;
   };
   for (const ChunkToCheck* c : order) {
+    if (renumbered_) break;
+    const uint64_t started = ++checks_;
     const std::string oid = c->has_object ? c->object.ObjectId() : "";
     auto pit = packs.find(c->loc.pack_id);
     if (pit == packs.end()) {
-      if (!moved_or_removed(*c))
+      if (!moved_or_removed(*c, started))
         Problem("corrupt-chunk", oid, c->id.Hex(), "", c->loc.offset, "the index names a pack it does not record");
       continue;
     }
@@ -413,14 +456,14 @@ Result<VerifyReport> Verifier::Run() {
     Result<std::shared_ptr<File>> file = t_.packs->ForRead(c->loc.pack_id);
     if (!file.ok()) {
       if (!file.status().IsCorruption()) return file.status();
-      if (!moved_or_removed(*c))
+      if (!moved_or_removed(*c, started))
         Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
       continue;
     }
     report_.bytes_checked += kRecordHeaderSize + c->loc.stored_len;
     if (o_.progress) o_.progress(report_.bytes_checked, objects_read_);
     Status s = CheckRecord(**file, c->id, c->loc, o_.quick, &raw, true, t_.packs->remote());
-    if (s.IsNotFound() && moved_or_removed(*c)) continue;
+    if (s.IsNotFound() && moved_or_removed(*c, started)) continue;
     if (s.IsCorruption()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, s.message());
     else if (s.IsNotFound()) Problem("corrupt-chunk", oid, c->id.Hex(), pack_name, c->loc.offset, "its pack file is missing");
     else if (!s.ok()) return s;
@@ -443,7 +486,7 @@ Result<VerifyReport> Verifier::Run() {
       if (*n == 0) return Status::OK();
     }
   };
-  if (!failed_reads_.empty()) CatchUp();
+  if (!failed_reads_.empty()) CatchUpSince(++checks_);
   for (const auto& [oid, failed] : failed_reads_) {
     if (damaged_chunks.count(failed.chunk_id())) continue;
     const Status again = read_again(oid);
@@ -460,6 +503,9 @@ Result<VerifyReport> Verifier::Run() {
     Problem("corrupt-chunk", oid, shown.chunk_id().empty() ? failed.chunk_id() : shown.chunk_id(), "", 0,
             shown.message());
   }
+  if (renumbered_)
+    return Status::Busy("the index cache was rebuilt from the store's log while verify ran (other machines wrote "
+                        "checkpoints meanwhile); run verify again");
   return std::move(report_);
 }
 
