@@ -762,6 +762,48 @@ TEST_P(BucketTest, AVerifyThatFindsAPackAGcRemovedMeanwhileReportsNoDamage) {
   EXPECT_EQ(*ReadObject(*b, "keep"), keep);
 }
 
+// Two gcs elsewhere, each with its checkpoint, while verify runs: the
+// cache verify catches up starts again from the newest checkpoint, which
+// numbers the packs afresh. verify says to run it again rather than check
+// chunks against packs those numbers now name; run again, it is clean.
+TEST_P(BucketTest, AVerifyWhoseCacheWasRebuiltMeanwhileSaysRunItAgain) {
+  Options o = SmallChunks();
+  o.bucket_checkpoint_records = 0;
+  o.bucket_log_retention_seconds = 0;
+  auto a = OpenMachine(dir_ / "a", o);
+  auto b = OpenMachine(dir_ / "b", o);
+  ASSERT_TRUE(a && b);
+  std::vector<std::vector<uint8_t>> kept;
+  for (int i = 0; i < 4; ++i) {
+    kept.push_back(RandomBytes(300000, 50 + static_cast<uint64_t>(i)));
+    const auto old = RandomBytes(300000, 60 + static_cast<uint64_t>(i));
+    ASSERT_TRUE(a->PublishBytes(old.data(), old.size(), "old" + std::to_string(i)).ok());
+    ASSERT_TRUE(a->PublishBytes(kept[i].data(), kept[i].size(), "kept" + std::to_string(i)).ok());
+  }
+  ASSERT_TRUE(b->Refresh().ok());
+  std::atomic<bool> ran{false};
+  Status gcs;
+  VerifyOptions vo;
+  vo.quick = true;
+  vo.progress = [&](uint64_t, uint64_t) {
+    if (ran.exchange(true)) return;
+    for (int i = 0; i < 4 && gcs.ok(); i += 2) {
+      for (int j = i; j < i + 2 && gcs.ok(); ++j) gcs = a->RemoveName("old" + std::to_string(j));
+      if (gcs.ok()) gcs = a->Gc(testing::GcNow()).status();
+    }
+  };
+  auto v = b->Verify(vo);
+  ASSERT_TRUE(ran.load());
+  ASSERT_TRUE(gcs.ok()) << gcs.ToString();
+  ASSERT_FALSE(v.ok()) << "verify went on with pack numbers the rebuilt cache gives to other packs";
+  EXPECT_TRUE(v.status().IsBusy()) << v.status().ToString();
+  EXPECT_NE(v.status().message().find("run verify again"), std::string::npos) << v.status().ToString();
+  auto again = b->Verify();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(again->corrupt());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(*ReadObject(*b, "kept" + std::to_string(i)), kept[i]);
+}
+
 TEST_P(BucketTest, AFailureAtEveryWriteLosesNothingAlreadyStored) {
   const auto base = RandomBytes(50000, 13);
   const auto extra = RandomBytes(50000, 14);
