@@ -442,6 +442,10 @@ Result<std::vector<std::string>> BucketLog::ListLog(const std::string& start_aft
 
 Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* behind) {
   *behind = false;
+  // The cache holds what the log held when it was listed, not when the
+  // records were applied (which may take long): a claim's freshness
+  // counts from before the listing.
+  const int64_t listed_at = SteadyMs();
   std::string newest, mark;
   CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
     Result<std::string> n = index.NewestApplied();
@@ -454,7 +458,7 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
   }));
   if (newest.empty()) {
     Status s = Bootstrap(scratch, problems);
-    if (s.ok() && !scratch) followed_at_ms_ = SteadyMs();
+    if (s.ok() && !scratch) followed_at_ms_ = listed_at;
     return s;
   }
   if (!scratch) NoteEpoch(newest);
@@ -497,7 +501,7 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     *behind = true;
     return Status::OK();
   }
-  if (s.ok() && !scratch) followed_at_ms_ = SteadyMs();
+  if (s.ok() && !scratch) followed_at_ms_ = listed_at;
   return s;
 }
 

@@ -214,7 +214,8 @@ class BucketLog final : public ChangeLog {
   bool signed_store_;
   bool sequenced_;
   int64_t retention_seconds_;
-  // When Follow last brought the live cache up to the log (steady clock, ms).
+  // When the log was listed by the Follow that last brought the live cache
+  // up to it (steady clock, ms).
   std::atomic<int64_t> followed_at_ms_{-1};
   std::mutex refresh_mu_;  // one refresh (or write) at a time
   // Fetches log records (ApplyKeys): each GET a round trip, many in flight.
