@@ -46,6 +46,7 @@ struct ServeArgs {
 struct MountArgs {
   std::string mountpoint;
   double refresh_seconds = 5;
+  uint32_t read_ahead_kib = 1024;  // 0: leave the kernel's
   bool debug = false;
 };
 

@@ -161,6 +161,11 @@ int main(int argc, char** argv) {
   mount->add_option("mountpoint", mount_args.mountpoint, "An existing directory")->required()->option_text("DIR");
   mount->add_option("--refresh", mount_args.refresh_seconds, "New names show within S seconds (default 5)")
       ->option_text("S");
+  mount->add_option("--read-ahead", mount_args.read_ahead_kib,
+                    "Kernel read-ahead for the mount in KiB, set where permitted (root); 0 leaves the kernel's "
+                    "(default 1024)")
+      ->check(CLI::Range(0, 65536))
+      ->option_text("KIB");
   mount->add_flag("--debug", mount_args.debug, "Trace every FUSE request on stderr");
 
   auto* stat = app.add_subcommand("stat", "Show an object's size, chunks, storage and names");

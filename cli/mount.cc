@@ -22,8 +22,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <mutex>
+#include <sstream>
+#include <string>
 
 #include "common.h"
 #include "mount_fs.h"
@@ -84,6 +87,49 @@ struct Session {
   }
 };
 
+// The sysfs file holding the read-ahead (KiB) of the FUSE mount at
+// mountpoint, from this process's mount table; empty if it is not there.
+std::string ReadAheadFile(const std::string& mountpoint) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, found;
+  while (std::getline(in, line)) {
+    // ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [TAGS...] - TYPE SOURCE ...
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    if (!(fields >> id >> parent >> dev >> root >> point)) continue;
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 4, "fuse") != 0) continue;
+    // The table escapes space, tab, newline and backslash as \ooo.
+    std::string unescaped;
+    for (size_t i = 0; i < point.size(); ++i) {
+      if (point[i] == '\\' && i + 3 < point.size()) {
+        const std::string oct = point.substr(i + 1, 3);
+        if (oct.find_first_not_of("01234567") == std::string::npos) {
+          unescaped += static_cast<char>(std::stoi(oct, nullptr, 8));
+          i += 3;
+          continue;
+        }
+      }
+      unescaped += point[i];
+    }
+    if (unescaped != mountpoint || dev.find(':') == std::string::npos ||
+        dev.find_first_not_of("0123456789:") != std::string::npos)
+      continue;
+    found = "/sys/class/bdi/" + dev + "/read_ahead_kb";  // the last mount there is ours
+  }
+  return found;
+}
+
+// Sets the mount's read-ahead where this process may (root); the kernel's
+// stays otherwise.
+void RaiseReadAhead(const std::string& file, uint32_t kib) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const std::string text = std::to_string(kib) + "\n";
+  (void)!::write(fd, text.data(), text.size());
+  ::close(fd);
+}
+
 }  // namespace
 
 int CmdMount(const Globals& g, const MountArgs& a) {
@@ -110,6 +156,7 @@ int CmdMount(const Globals& g, const MountArgs& a) {
   OPEN_OR_FAIL(store, Access::kRead);
   MountConfig config;
   config.refresh_seconds = a.refresh_seconds;
+  config.read_ahead_kib = a.read_ahead_kib;
   MountFs fs(store, config, LogLine);
   Status loaded = fs.Load();
   if (!loaded.ok()) return Fail(loaded);
@@ -134,6 +181,13 @@ int CmdMount(const Globals& g, const MountArgs& a) {
   if (fuse_session_mount(session.se, mountpoint.c_str()) != 0)
     return Fail(Status::IOError("cannot mount on " + mountpoint + " (the line above says why)"), kFailure);
   session.mounted = true;
+  // Before the loop answers the kernel's first request (its INIT, whose
+  // answer can only lower the read-ahead).
+  const std::string read_ahead_file = ReadAheadFile(mountpoint);
+  if (!read_ahead_file.empty()) {
+    if (a.read_ahead_kib > 0) RaiseReadAhead(read_ahead_file, a.read_ahead_kib);
+    fs.SetReadAheadFile(read_ahead_file);
+  }
 
   if (g.json) {
     Json j;

@@ -16,11 +16,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <future>
@@ -33,6 +31,7 @@
 
 #include "mount_catalog.h"
 #include "mount_nodes.h"
+#include "mount_read.h"
 #include "output.h"
 
 namespace cli {
@@ -45,24 +44,11 @@ namespace {
 // Objects and trees never change under an id: the kernel may keep what it
 // learned about them for a day.
 constexpr double kImmutableTimeout = 86400;
-// Reads of one handle may arrive a little out of order (threads sharing a
-// descriptor, page faults of a mapping); within this distance of where
-// the last read ended a read still counts as sequential.
-constexpr uint64_t kSequentialWindow = 1 << 20;
 // Bounds on what is kept of objects and trees (dropped whole when full).
 constexpr size_t kFactsLimit = 1 << 16;
 constexpr size_t kTreeEntriesLimit = 1 << 20;
 
 using Kind = NodeKind;
-
-// An open file: its reader, and where the last read ended.
-struct FileHandle {
-  std::mutex mu;
-  std::condition_variable moved;  // prev_end changed
-  std::atomic<int> reads{0};       // requests for this handle being answered
-  std::unique_ptr<chunkstore::Reader> reader;
-  uint64_t prev_end = 0;
-};
 
 // A directory listing, taken whole at opendir so that readdir's offsets
 // stay stable while the catalog changes. A tree's entries are not copied:
@@ -165,6 +151,10 @@ struct MountFs::Impl {
   // read instead of making its own (each would hold a copy of it).
   std::unordered_map<std::string, std::shared_future<chunkstore::Result<std::shared_ptr<const chunkstore::Tree>>>>
       trees_loading;
+
+  // The kernel's read-ahead for this mount, in KiB (sysfs); empty when
+  // unknown. Set before the first request, read at every open.
+  std::string read_ahead_file;
 
   Impl(chunkstore::Store& s, const MountConfig& c, std::function<void(const std::string&)> l)
       : store(s), config(c), log(l), catalog(s, c.refresh_seconds, l) {}
@@ -490,6 +480,13 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
   fuse_reply_readlink(req, n->target.c_str());
 }
 
+void OpInit(void* userdata, fuse_conn_info* conn) {
+  auto* fs = static_cast<MountFs::Impl*>(userdata);
+  // The kernel keeps the smaller of this and what the mount's read-ahead
+  // was when the answer arrives (mount.cc raised that first, where it may).
+  if (fs->config.read_ahead_kib > 0) conn->max_readahead = fs->config.read_ahead_kib * 1024;
+}
+
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   MountFs::Impl* fs = FsOf(req);
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
@@ -500,69 +497,12 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!reader.ok()) return (void)fuse_reply_err(req, fs->Errno(reader.status(), "cannot open " + n->id));
   auto h = std::make_shared<FileHandle>();
   h->reader = std::move(*reader);
+  h->window = SequentialWindow(fs->read_ahead_file);
   fi->fh = fs->files.Add(std::move(h));
   // The inode stands for one immutable object: what the kernel cached from
   // an earlier open is still right.
   fi->keep_cache = 1;
   if (fuse_reply_open(req, fi) != 0) fs->files.Remove(fi->fh);
-}
-
-// Answers a read from the handle's reader (its lock held), or returns
-// the error, having answered nothing. A read within one chunk is answered
-// straight from the reader's verified chunk, without a copy.
-Status Answer(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
-  chunkstore::Reader& r = *h.reader;
-  if (offset >= r.size() || size == 0) {
-    fuse_reply_buf(req, nullptr, 0);
-    return Status::OK();
-  }
-  thread_local std::vector<char> buf;
-  if (buf.size() < size) buf.resize(size);
-  size_t got = 0;
-  // In order: at the cursor, a little ahead of it (a request that overtook
-  // the ones before it), or back at the start. The cursor never seeks
-  // forward: it reads the gap, so that a read from the start to the end
-  // keeps proving the object's id (the reader stops proving on a seek).
-  // Anything else, behind the cursor or far ahead, is read at random,
-  // which leaves the cursor and its proof alone.
-  const uint64_t at = r.Tell();
-  const bool sequential = offset == 0 || (offset >= at && offset <= at + kSequentialWindow);
-  // After a failure the next read starts afresh.
-  h.prev_end = UINT64_MAX / 2;
-  if (sequential) {
-    // Read and ReadView verify the chunks ahead on other threads.
-    if (offset == 0 && at != 0) CHUNKSTORE_RETURN_IF_ERROR(r.Seek(0));
-    while (r.Tell() < offset) {
-      auto skipped = r.ReadView(static_cast<size_t>(offset - r.Tell()));
-      if (!skipped.ok()) return skipped.status();
-      if (skipped->size == 0) break;
-    }
-    auto view = r.ReadView(size);
-    if (!view.ok()) return view.status();
-    if (view->size == size || offset + view->size == r.size()) {
-      h.prev_end = offset + view->size;
-      fuse_reply_buf(req, reinterpret_cast<const char*>(view->data), view->size);
-      return Status::OK();
-    }
-    std::memcpy(buf.data(), view->data, view->size);
-    got = view->size;
-    while (got < size) {
-      auto n = r.Read(buf.data() + got, size - got);
-      if (!n.ok()) return n.status();
-      if (*n == 0) break;
-      got += *n;
-    }
-  } else {
-    while (got < size) {
-      auto n = r.ReadAt(offset + got, buf.data() + got, size - got);
-      if (!n.ok()) return n.status();
-      if (*n == 0) break;
-      got += *n;
-    }
-  }
-  h.prev_end = offset + got;
-  fuse_reply_buf(req, buf.data(), got);
-  return Status::OK();
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -572,18 +512,9 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
   const uint64_t offset = static_cast<uint64_t>(off);
   Status failed;
   {
-    h->reads.fetch_add(1);
-    std::unique_lock<std::mutex> l(h->mu);
-    // The kernel's read-ahead sends several requests at once, and they may
-    // reach their threads out of order: one just ahead of the cursor, with
-    // others under way, waits (briefly) for those before it, so that the
-    // cursor need not seek back and drop what it verified ahead.
-    if (offset > h->prev_end && offset <= h->prev_end + kSequentialWindow && h->reads.load() > 1)
-      h->moved.wait_for(l, std::chrono::milliseconds(2), [&] { return h->prev_end >= offset; });
-    failed = Answer(req, *h, offset, size);
-    h->reads.fetch_sub(1);
+    std::lock_guard<std::mutex> l(h->mu);
+    failed = AnswerRead(req, *h, offset, size);
   }
-  h->moved.notify_all();
   if (!failed.ok()) {
     // Nothing unverified is handed out: the whole request fails.
     auto n = fs->nodes.Get(ino);
@@ -661,6 +592,7 @@ void OpStatfs(fuse_req_t req, fuse_ino_t) {
 
 const fuse_lowlevel_ops kOps = [] {
   fuse_lowlevel_ops o{};
+  o.init = OpInit;
   o.lookup = OpLookup;
   o.forget = OpForget;
   o.forget_multi = OpForgetMulti;
@@ -679,5 +611,7 @@ const fuse_lowlevel_ops kOps = [] {
 }  // namespace
 
 const fuse_lowlevel_ops* MountFs::Ops() { return &kOps; }
+
+void MountFs::SetReadAheadFile(const std::string& path) { impl_->read_ahead_file = path; }
 
 }  // namespace cli

@@ -3,12 +3,14 @@
 // API): names as paths, trees as directories, every version under
 // .versions/ and every object by id under .objects/. mount.cc mounts it;
 // this file keeps what the kernel is told apart from how it is mounted.
-// Its parts: the names (mount_catalog.h) and the inodes (mount_nodes.h).
+// Its parts: the names (mount_catalog.h), the inodes (mount_nodes.h) and
+// the reads of open files (mount_read.h).
 #pragma once
 
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +22,9 @@ namespace cli {
 struct MountConfig {
   // Names published after the mount are seen within this many seconds.
   double refresh_seconds = 5;
+  // Read-ahead asked of the kernel, in KiB (it keeps the smaller of this and
+  // the mount's own, which mount.cc raises where it may); 0 asks nothing.
+  uint32_t read_ahead_kib = 1024;
 };
 
 class MountFs {
@@ -34,6 +39,12 @@ class MountFs {
   // Reads the name listing once, so that a store whose index cannot be
   // read fails before anything is mounted.
   chunkstore::Status Load();
+
+  // The file that holds the kernel's read-ahead for this mount in KiB
+  // (/sys/class/bdi/MAJOR:MINOR/read_ahead_kb): how far out of order a
+  // sequential read may arrive follows from it. Call before the session's
+  // loop starts; without it, the least such distance is assumed.
+  void SetReadAheadFile(const std::string& path);
 
   // The operations table, and the userdata to hand libfuse with it.
   static const fuse_lowlevel_ops* Ops();

@@ -19,6 +19,12 @@ One mount serves every round; rounds alternate which goes first.
   store's chunk cache; the file's page cache is dropped, and the timed
   pass's reads each go to the daemon (fuse p50), then the same reads
   again come from the page cache (page-cache p50).
+- base (with --base-exe): the same sequential read through a second
+  mount of the same store served by another build, in the same rounds,
+  in turn with the first; the figure per round is the base mount's time
+  over this one's (above 1: this build is faster).
+The kernel read-ahead of each mount (sysfs) is recorded: `chunkstore
+mount` raises it where it may (root).
 Figures are medians with min-max over the rounds. Writes
 docs/measurements/mount-DATE.json."""
 import argparse
@@ -65,6 +71,13 @@ def process_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def read_ahead_kib(mountpoint):
+    """The kernel's read-ahead for the mount at mountpoint, in KiB."""
+    dev = os.stat(mountpoint).st_dev
+    with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
+        return int(f.read())
+
+
 def random_reads(path, offsets):
     """(fuse p50 us, page-cache p50 us) for 4 KiB reads at offsets."""
     fd = os.open(path, os.O_RDONLY)
@@ -95,6 +108,8 @@ def main():
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--reads", type=int, default=4000)
     ap.add_argument("--commit", default="")
+    ap.add_argument("--base-exe", help="another build whose mount is timed beside this one's")
+    ap.add_argument("--base-label", default="base")
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args()
     exe = os.path.abspath(args.exe)
@@ -107,10 +122,21 @@ def main():
     os.unlink(big)
     mount = subprocess.Popen([exe, "--store", store, "-q", "mount", mnt], stderr=subprocess.PIPE)
     path = os.path.join(mnt, "bench", "big")
+    base = base_mnt = None
+    if args.base_exe:
+        base_mnt = os.path.join(args.work, "mnt-base")
+        os.makedirs(base_mnt)
+        base = subprocess.Popen([os.path.abspath(args.base_exe), "--store", store, "-q", "mount", base_mnt],
+                                stderr=subprocess.PIPE)
     seq, fuse_p50, cache_p50, mount_ms, cat_ms = [], [], [], [], []
     mount_cpu, daemon_cpu, cat_cpu, bound = [], [], [], []
+    base_ms, x_base = [], []
     try:
         wait_mounted(mnt, mount)
+        ra = read_ahead_kib(mnt)
+        if base:
+            wait_mounted(base_mnt, base)
+            base_ra = read_ahead_kib(base_mnt)
         subprocess.run(["cat", path], check=True, stdout=subprocess.DEVNULL)  # the packs into the page cache
         rng = random.Random(11)
         for rnd in range(args.rounds):
@@ -123,10 +149,20 @@ def main():
             def via_cat():
                 return timed([exe, "--store", store, "cat", "bench/big"])
 
+            def via_base():
+                base_path = os.path.join(base_mnt, "bench", "big")
+                drop_file_cache(base_path)
+                return timed(["cat", base_path])[0]
+
             if rnd % 2 == 0:
                 (m, reader, daemon), (c, cc) = via_mount(), via_cat()
+                b = via_base() if base else None
             else:
+                b = via_base() if base else None
                 (c, cc), (m, reader, daemon) = via_cat(), via_mount()
+            if b is not None:
+                base_ms.append(b * 1e3)
+                x_base.append(b / m)
             mount_ms.append(m * 1e3)
             cat_ms.append(c * 1e3)
             seq.append(c / m)
@@ -142,10 +178,14 @@ def main():
             fuse_p50.append(f)
             cache_p50.append(p)
             print(f"round {rnd + 1}: mount {m * 1e3:.0f} ms, cat {c * 1e3:.0f} ms ({c / m:.2f}x); "
-                  f"4 KiB p50 through FUSE {f:.1f} us, from the page cache {p:.1f} us", flush=True)
+                  + (f"{args.base_label}'s mount {b * 1e3:.0f} ms ({b / m:.2f}x); " if b is not None else "")
+                  + f"4 KiB p50 through FUSE {f:.1f} us, from the page cache {p:.1f} us", flush=True)
     finally:
         subprocess.run(["fusermount3", "-u", mnt], check=False)
         mount.wait(timeout=60)
+        if base:
+            subprocess.run(["fusermount3", "-u", base_mnt], check=False)
+            base.wait(timeout=60)
     out = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": args.commit, "rounds": args.rounds,
            "size_mib": args.size_mib, "nproc": os.cpu_count(),
            "version": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
@@ -153,11 +193,17 @@ def main():
            "seq_mount_cpu_s": stats(mount_cpu), "seq_daemon_cpu_s": stats(daemon_cpu),
            "seq_cat_cpu_s": stats(cat_cpu), "seq_x_cat_cpu_bound": stats(bound),
            "random_4k_fuse_p50_us": stats(fuse_p50), "random_4k_page_cache_p50_us": stats(cache_p50),
-           "mount_exit": mount.returncode}
+           "read_ahead_kib": ra, "mount_exit": mount.returncode}
+    if base:
+        out.update({"base": args.base_label, "base_read_ahead_kib": base_ra, "seq_base_mount_ms": stats(base_ms),
+                    "seq_x_base": stats(x_base)})
     s, f, p = out["seq_x_cat"], out["random_4k_fuse_p50_us"], out["random_4k_page_cache_p50_us"]
     print(f"{args.size_mib} MiB, {args.rounds} rounds: sequential {s['median']:.2f}x cat ({s['min']:.2f}-{s['max']:.2f}); "
           f"4 KiB random p50 {f['median']:.1f} us through FUSE ({f['min']:.1f}-{f['max']:.1f}), "
           f"{p['median']:.1f} us from the page cache ({p['min']:.1f}-{p['max']:.1f})")
+    if base:
+        x = out["seq_x_base"]
+        print(f"against {args.base_label}'s mount: {x['median']:.2f}x ({x['min']:.2f}-{x['max']:.2f})")
     if not args.no_write:
         print("wrote", write_measurement("mount", out))
 

@@ -19,7 +19,8 @@ def mount_section(m, rel_path):
         "time / mount time; the mounted file's own page cache dropped before each, so every byte comes "
         "through FUSE and the verified reader); 4 KiB reads at random aligned offsets in the first 32 MiB "
         "without kernel read-ahead, after a pass that warmed the store's chunk cache and with the file's page "
-        "cache dropped, so each goes to the daemon, then the same reads from the page cache.", "",
+        "cache dropped, so each goes to the daemon, then the same reads from the page cache."
+        + _read_ahead(m), "",
         "| measure | target | measured | |", "|---|---|---|---|",
         f"| sequential read through the mount | ≥ 0.7× `chunkstore cat` | {_mm(seq)}× "
         f"(mount {_mm(m['seq_mount_ms'], 0)} ms, cat {_mm(m['seq_cat_ms'], 0)} ms) | "
@@ -27,7 +28,24 @@ def mount_section(m, rel_path):
         f"| 4 KiB random reads through FUSE, warm, p50 | ≤ 50 µs | {_mm(rnd, 1)} µs | "
         f"{_met(rnd['median'] <= 50)} |",
         f"| the same from the page cache (reference) | | {_mm(m['random_4k_page_cache_p50_us'], 1)} µs | |",
-    ] + _cpu_lines(m))
+    ] + _base_lines(m) + _cpu_lines(m))
+
+
+def _read_ahead(m):
+    if "read_ahead_kib" not in m:
+        return ""
+    return (f" The mount's kernel read-ahead: {m['read_ahead_kib']} KiB (`chunkstore mount` raises it to "
+            "`--read-ahead`, default 1024 KiB, where it may: as root; the kernel's own is 128 KiB).")
+
+
+def _base_lines(m):
+    if "seq_x_base" not in m:
+        return []
+    return [
+        f"| reference: the same sequential read through a mount served by {m['base']} (same rounds, its "
+        f"read-ahead {m['base_read_ahead_kib']} KiB): its time over this build's | | {_mm(m['seq_x_base'])}× "
+        f"({m['base']}'s mount {_mm(m['seq_base_mount_ms'], 0)} ms) | |",
+    ]
 
 
 def _cpu_lines(m):

@@ -3,12 +3,12 @@
 """`chunkstore mount` through the kernel: listings of names, slashes as
 directory levels, a name that is also a directory, names that cannot be
 paths; file bytes (whole, at random offsets, across a chunk boundary,
-through mmap); a tree's modes, mtimes, symlinks, empty and nested
+out of order, through mmap); a tree's modes, mtimes, symlinks, empty and nested
 directories; .versions/NAME@N and .objects/sha256:<hex>; names published
 while mounted (and a name's new version) seen within the refresh interval;
 writes refused; a damaged chunk giving EIO for its bytes only, logged by
 object; a crafted index (a tree's directory that is not a tree, a publish
-time past what nanoseconds hold); unmounting with fusermount3 -u and with SIGTERM, each exiting 0;
+time past what nanoseconds hold); --read-ahead set (as root) or left; unmounting with fusermount3 -u and with SIGTERM, each exiting 0;
 and a missing or wrong mount point refused. Without /dev/fuse the test
 fails: it is never skipped.
 Usage: mount_test.py CHUNKSTORE"""
@@ -94,6 +94,24 @@ class Mount:
             self.p.wait(timeout=20)
         if self.p.returncode != 0:
             print(f"mount exited {self.p.returncode}; its stderr:\n{''.join(self.log)}", flush=True)
+
+
+def direct_reads(path, data, reads):
+    """Reads (offset, size) of path in the order given with O_DIRECT;
+    whether each gave data's bytes (a failed read fails the test)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        ok = True
+        for off, n in reads:
+            buf = mmap.mmap(-1, n)  # page-aligned, as O_DIRECT wants
+            got = os.preadv(fd, [buf], off)
+            if buf[:got] != data[off:off + n]:
+                print(f"read of {n} at {off}: {got} bytes, not the object's", flush=True)
+                ok = False
+            buf.close()
+        return ok
+    finally:
+        os.close(fd)
 
 
 def chunk_offsets(path):
@@ -232,6 +250,14 @@ def main():
             for t in threads:
                 t.join()
             check(not errors, f"concurrent reads of one descriptor: {errors[:3]}")
+            # Reads arriving out of order, as the kernel's read-ahead sends
+            # them (O_DIRECT: each read reaches the mount as it is made).
+            # One ahead of the cursor moves it there; the reads it overtook
+            # get the bytes it passed, and the rest still reads in order.
+            check(direct_reads(os.path.join(mnt, "models/big"), big, [
+                (0, 256 << 10), (1 << 20, 256 << 10), (512 << 10, 256 << 10), (256 << 10, 256 << 10),
+                (768 << 10, 256 << 10), (1280 << 10, 1 << 20), (2304 << 10, (6 << 20) - (2304 << 10)),
+                (3 << 20, 4096)]), "reads out of order")
             with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
                 check(mm[:4096] == big[:4096] and mm[len(big) - 4096:] == big[-4096:] and mm[3000000:3100000] ==
                       big[3000000:3100000], "mmap gives the same bytes")
@@ -305,6 +331,15 @@ def main():
             check(errno_of(lambda: os.pread(fd, 4096, target)) == errno.EIO, "a damaged chunk reads as EIO")
             check(errno_of(lambda: os.pread(fd, 4096, target)) == errno.EIO, "and again")
             check(os.pread(fd, 4096, 0) == victim[:4096], "the object's intact chunk still reads")
+            # Ahead of the damage, in a new handle whose cursor would have
+            # to pass the damaged chunk to reach it.
+            check(len(cuts) >= 3, f"the victim has a chunk after the damaged one: {cuts}")
+            try:
+                ok, err = direct_reads(os.path.join(mnt, "damage/victim"), victim,
+                                       [(0, 4096), (cuts[-1] + 100, 4096)]), 0
+            except OSError as e:
+                ok, err = False, e.errno
+            check(ok, f"an intact chunk beyond a damaged one still reads (errno {err})")
         finally:
             os.close(fd)
         check(read(os.path.join(mnt, "damage/other")) == other, "other files still read")
@@ -324,6 +359,20 @@ def main():
         check(not os.path.ismount(mnt), "SIGTERM unmounted")
     finally:
         m.cleanup()
+
+    # The kernel's read-ahead for the mount: raised to --read-ahead as
+    # root, left alone with 0 (and by anyone else).
+    for extra, want in ((["--read-ahead", "2048"], 2048 if os.geteuid() == 0 else None), (["--read-ahead", "0"], None)):
+        m = Mount(store, mnt, *extra)
+        try:
+            dev = os.stat(mnt).st_dev
+            with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
+                kib = int(f.read())
+            check(kib == want if want else kib < 2048, f"{extra}: the mount's read-ahead is {kib} KiB")
+            check(read(os.path.join(mnt, "models/big")) == big, f"{extra}: whole file bytes")
+            check(m.unmount() == 0, f"{extra}: exit 0 after fusermount3 -u")
+        finally:
+            m.cleanup()
 
     # A crafted index: a tree's directory is not a tree there, and a
     # publish time no clock gives.
@@ -356,6 +405,8 @@ def main():
     check(r.returncode == 2 and b"not a directory" in r.stderr, f"a file as mount point: {r.returncode} {r.stderr!r}")
     r = subprocess.run([EXE, "--store", store, "mount", mnt, "--refresh", "0"], capture_output=True, timeout=30)
     check(r.returncode == 2 and not os.path.ismount(mnt), f"--refresh 0: {r.returncode} {r.stderr!r}")
+    r = subprocess.run([EXE, "--store", store, "mount", mnt, "--read-ahead", "65537"], capture_output=True, timeout=30)
+    check(r.returncode == 2 and not os.path.ismount(mnt), f"--read-ahead 65537: {r.returncode} {r.stderr!r}")
     r = subprocess.run([EXE, "--store", os.path.join(work, "no-store"), "mount", mnt], capture_output=True, timeout=30)
     check(r.returncode == 3 and not os.path.ismount(mnt), f"a missing store: {r.returncode} {r.stderr!r}")
 

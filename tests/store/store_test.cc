@@ -248,6 +248,69 @@ TEST_P(StoreTest, ReadViewsWalkTheObjectChunkByChunk) {
   EXPECT_EQ(reader->ReadView(100)->size, 0u);
 }
 
+// ReadViews hands out several chunks' bytes from one call, each view
+// within one chunk, and every view of a call still shows its bytes when
+// the call has returned (a later chunk's load must not reuse an earlier
+// one's buffer).
+TEST_P(StoreTest, ReadViewsShowSeveralChunksAtOnce) {
+  auto store = Open();
+  const auto data = RandomBytes(150000, 13);
+  auto r = store->PublishBytes(data.data(), data.size());
+  ASSERT_TRUE(r.ok());
+  auto chunks = store->Chunks(r->id);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_GT(chunks->size(), 5u);
+  const size_t largest = std::max_element(chunks->begin(), chunks->end(), [](const auto& a, const auto& b) {
+                           return a.length < b.length;
+                         })->length;
+  auto reader = std::move(*store->OpenReader(r->id));
+  std::vector<uint8_t> got;
+  size_t calls = 0, most = 0;
+  for (;;) {
+    const uint64_t at = reader->Tell();
+    ByteView views[3];
+    auto count = reader->ReadViews(3 * largest, views, 3);
+    ASSERT_TRUE(count.ok()) << count.status().ToString();
+    if (*count == 0) break;
+    ASSERT_LE(*count, 3u);
+    ++calls;
+    most = std::max(most, *count);
+    size_t total = 0;
+    for (size_t i = 0; i < *count; ++i) {
+      ASSERT_GT(views[i].size, 0u);
+      // Each view within one chunk, in order.
+      const uint64_t from = at + total;
+      for (const auto& c : *chunks) {
+        if (from >= c.offset && from < c.offset + c.length) {
+          EXPECT_LE(from + views[i].size, c.offset + c.length);
+        }
+      }
+      total += views[i].size;
+    }
+    EXPECT_LE(total, 3 * largest);
+    EXPECT_EQ(reader->Tell(), at + total);
+    for (size_t i = 0; i < *count; ++i) got.insert(got.end(), views[i].data, views[i].data + views[i].size);
+  }
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(most, 3u);  // calls did span chunks
+  EXPECT_LT(calls, chunks->size());
+  // Limits: n bytes at most, max_views views at most, nothing for none.
+  ASSERT_TRUE(reader->Seek((*chunks)[1].offset - 10).ok());
+  ByteView views[4];
+  auto count = reader->ReadViews(25, views, 4);
+  ASSERT_TRUE(count.ok());
+  ASSERT_EQ(*count, 2u);
+  EXPECT_EQ(views[0].size, 10u);
+  EXPECT_EQ(views[1].size, 15u);
+  EXPECT_TRUE(std::equal(views[0].data, views[0].data + 10, data.begin() + (*chunks)[1].offset - 10));
+  EXPECT_TRUE(std::equal(views[1].data, views[1].data + 15, data.begin() + (*chunks)[1].offset));
+  EXPECT_EQ(*reader->ReadViews(SIZE_MAX, views, 0), 0u);
+  EXPECT_EQ(*reader->ReadViews(0, views, 4), 0u);
+  EXPECT_EQ(reader->Tell(), (*chunks)[1].offset + 15);
+  ASSERT_TRUE(reader->Seek(data.size()).ok());
+  EXPECT_EQ(*reader->ReadViews(100, views, 4), 0u);
+}
+
 TEST_P(StoreTest, RepublishAddsNoBytes) {
   auto store = Open();
   const auto data = RandomBytes(300000, 3);
@@ -591,6 +654,42 @@ TEST(Corruption, ReadViewHandsOutIntactChunksThenNamesTheDamagedOne) {
   // Exactly the two intact chunks before it, and no byte of the third.
   ASSERT_EQ(got.size(), chunks[2].offset);
   EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin()));
+}
+
+// ReadViews: the views of the intact chunks before a damaged one, then
+// the damaged one's error, never its bytes.
+TEST(Corruption, ReadViewsStopAtTheDamagedChunk) {
+  TempDir dir;
+  const auto data = RandomBytes(100000, 6);
+  std::string id;
+  {
+    auto s = *Store::Open(dir / "s", SmallChunks());
+    id = s->PublishBytes(data.data(), data.size())->id;
+  }
+  auto s = *Store::Open(dir / "s");
+  auto chunks = *s->Chunks(id);
+  ASSERT_GT(chunks.size(), 3u);
+  s.reset();
+  uint64_t record = 16;
+  for (int k = 0; k < 2; ++k) record += 64 + chunks[k].length;
+  FlipPackByte(dir / "s", record + 64 + 7);
+  s = *Store::Open(dir / "s");
+  auto reader = std::move(*s->OpenReader(id));
+  ByteView views[2];
+  auto count = reader->ReadViews(SIZE_MAX, views, 2);  // the two intact chunks
+  ASSERT_TRUE(count.ok()) << count.status().ToString();
+  ASSERT_EQ(*count, 2u);
+  EXPECT_EQ(views[0].size + views[1].size, chunks[2].offset);
+  count = reader->ReadViews(SIZE_MAX, views, 2);
+  ASSERT_TRUE(count.status().IsCorruption()) << count.status().ToString();
+  EXPECT_EQ(count.status().object_id(), id);
+  EXPECT_EQ(count.status().chunk_id(), chunks[2].id);
+  // One call reaching the damaged chunk after intact ones fails whole.
+  reader = std::move(*s->OpenReader(id));
+  ByteView more[8];
+  count = reader->ReadViews(SIZE_MAX, more, 8);
+  ASSERT_TRUE(count.status().IsCorruption()) << count.status().ToString();
+  EXPECT_EQ(count.status().chunk_id(), chunks[2].id);
 }
 
 TEST(Corruption, DamagedRecordHeaderAndMissingPack) {

@@ -272,6 +272,21 @@ class Reader {
   // moves past them; an empty view at the end. The bytes stay valid until
   // the next call on this reader. Errors as for Read.
   virtual Result<ByteView> ReadView(size_t n) = 0;
+  // ReadView across chunks: fills views[0], views[1], ... (max_views at
+  // most, one per chunk) with the verified bytes at the cursor, n at most
+  // in all, moves the cursor past them, and returns how many it filled (0
+  // at the end or for n == 0). Every view stays valid until the next call
+  // on this reader, so that they can be handed on together (one writev)
+  // without a copy. Errors as for Read; after an error the cursor may have
+  // moved past some of the bytes asked for.
+  virtual Result<size_t> ReadViews(size_t n, ByteView* views, size_t max_views) {
+    if (max_views == 0) return size_t{0};
+    Result<ByteView> v = ReadView(n);
+    if (!v.ok()) return v.status();
+    if (v->size == 0) return size_t{0};
+    views[0] = *v;
+    return size_t{1};
+  }
   // Reads up to n bytes at offset without moving the cursor. Offsets at or
   // past the end read 0 bytes; a range that runs past the end is clipped.
   virtual Result<size_t> ReadAt(uint64_t offset, void* buf, size_t n) = 0;

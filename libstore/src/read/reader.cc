@@ -173,6 +173,23 @@ class ObjectReader final : public Reader {
     return true;
   }
 
+  Result<size_t> ReadViews(size_t n, ByteView* views, size_t max_views) override {
+    held_.clear();
+    size_t count = 0, total = 0;
+    while (count < max_views && total < n) {
+      Result<ByteView> v = ReadView(n - total);
+      if (!v.ok()) {
+        held_.clear();
+        return v.status();
+      }
+      if (v->size == 0) break;
+      views[count++] = *v;
+      total += v->size;
+      held_.push_back(cur_);  // the next chunk takes cur_'s place; its bytes stay until the next call
+    }
+    return count;
+  }
+
   Result<ByteView> ReadView(size_t n) override {
     if (pos_ >= size_ || n == 0) return ByteView{};
     const size_t i = ChunkAt(pos_);
@@ -517,6 +534,7 @@ class ObjectReader final : public Reader {
   std::vector<uint64_t> starts_;
   uint64_t pos_ = 0;
   Bytes cur_;
+  std::vector<Bytes> held_;  // chunks the views of the last ReadViews call show
   size_t cur_index_ = SIZE_MAX;
   Bytes rand_;  // the chunk of the last ReadAt (EnterRandom)
   size_t rand_index_ = SIZE_MAX;
