@@ -24,6 +24,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -192,10 +193,16 @@ struct MountFs::Impl {
       mine.emplace();
       trees_loading.emplace(id, mine->get_future().share());
     }
+    // Never throws: the lookups waiting for this read must get an answer,
+    // and the entry in trees_loading must go.
     Loaded got = [&]() -> Loaded {
-      auto t = store.OpenTree(id);
-      if (!t.ok()) return t.status();
-      return std::make_shared<const chunkstore::Tree>(std::move(*t));
+      try {
+        auto t = store.OpenTree(id);
+        if (!t.ok()) return t.status();
+        return std::make_shared<const chunkstore::Tree>(std::move(*t));
+      } catch (const std::bad_alloc&) {
+        return chunkstore::Status::IOError("tree " + id + " is too large to hold in memory");
+      }
     }();
     std::lock_guard<std::mutex> l(cache_mu);
     if (got.ok()) {

@@ -21,11 +21,14 @@ namespace {
 // Reads of one handle arrive out of order: the kernel's read-ahead has
 // requests under way for up to two windows of its read-ahead, a read that
 // waits for a page overtakes them, and the daemon's threads take them in
-// any order. A read that far ahead of the cursor (twice that, for a file
-// its reader declared sequential, which doubles its window) still counts
-// as sequential: the cursor moves to it, and the bytes it passes are kept
-// for the reads it overtook. A read further ahead is a jump, read at
-// random: moving the cursor would read and verify what nobody asked for.
+// any order. While a handle is read in order, a read that far ahead of the
+// cursor (twice that, for a file its reader declared sequential, which
+// doubles its window) still counts as in order: the cursor moves to it,
+// and the bytes it passes are kept for the reads it overtook. A read
+// further ahead is a jump, read at random: moving the cursor would read
+// and verify what nobody asked for. So is any read ahead of the cursor
+// after a read at random (a reader reading at random jumps ahead as often
+// as back), until a read lands on the cursor again.
 // The window is never below kMinSequentialWindow (mount_read.h), nor above
 // kMaxSequentialWindow.
 constexpr uint64_t kMaxSequentialWindow = 64 << 20;
@@ -90,7 +93,7 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   // seek). Anything else, behind the cursor or far ahead, is read at
   // random, which leaves the cursor and its proof alone.
   const uint64_t at = r.Tell();
-  bool sequential = offset == 0 || (offset >= at && offset <= at + h.window);
+  bool sequential = offset == 0 || offset == at || (h.streaming && offset > at && offset <= at + h.window);
   if (sequential && offset == 0 && at != 0) {
     h.stash.clear();
     h.stashed = 0;
@@ -100,6 +103,7 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   // read of other bytes: that read is taken at random. The cursor stays
   // where it stopped.
   if (sequential && !StashGap(h, offset).ok()) sequential = false;
+  h.streaming = sequential;
   if (sequential) {
     // ReadViews verifies the chunks ahead on other threads; the answer is
     // a view of each verified chunk it covers, copied only by the kernel.

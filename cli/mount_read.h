@@ -38,6 +38,7 @@ struct FileHandle {
   std::mutex mu;
   std::unique_ptr<chunkstore::Reader> reader;
   uint64_t window = kMinSequentialWindow;  // see SequentialWindow
+  bool streaming = false;                  // the last read was answered in order
   std::vector<Stashed> stash;              // oldest first; at most 2 windows of bytes
   size_t stashed = 0;                      // bytes in stash
 };
