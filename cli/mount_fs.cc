@@ -505,6 +505,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto h = std::make_shared<FileHandle>();
   h->reader = std::move(*reader);
   h->window = SequentialWindow(fs->read_ahead_file);
+  h->remote = fs->store.is_bucket();
   fi->fh = fs->files.Add(std::move(h));
   // The inode stands for one immutable object: what the kernel cached from
   // an earlier open is still right.

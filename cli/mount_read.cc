@@ -82,6 +82,8 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
     return Status::OK();
   }
   size = static_cast<size_t>(std::min<uint64_t>(size, r.size() - offset));
+  const uint64_t last_end = h.last_end;
+  h.last_end = offset + size;  // what a read that continues this one starts at
   if (AnswerFromStash(req, h, offset, size)) return Status::OK();
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
@@ -91,9 +93,20 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   // start. The cursor never skips bytes, so that a read from the start to
   // the end keeps proving the object's id (the reader stops proving on a
   // seek). Anything else, behind the cursor or far ahead, is read at
-  // random, which leaves the cursor and its proof alone.
+  // random, which leaves the cursor and its proof alone. On a bucket
+  // store an open file's first read is taken at random even at the start:
+  // it may be all that is read (a file's header), and the in-order path
+  // fetches the next chunk too (a chained read checks a chunk with it).
+  // While the reads go on from the start, each where the last ended, they
+  // count as in order.
   const uint64_t at = r.Tell();
-  bool sequential = offset == 0 || offset == at || (h.streaming && offset > at && offset <= at + h.window);
+  const bool first = last_end == kNoRead;
+  h.from_start = first ? offset == 0 : h.from_start && offset == last_end;
+  bool sequential = false;
+  if (!(h.remote && first)) {
+    sequential = offset == 0 || offset == at ||
+                 ((h.streaming || (h.remote && h.from_start)) && offset > at && offset <= at + h.window);
+  }
   if (sequential && offset == 0 && at != 0) {
     h.stash.clear();
     h.stashed = 0;

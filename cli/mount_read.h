@@ -25,6 +25,9 @@ namespace cli {
 // (mount_read.cc says why and how it grows).
 constexpr uint64_t kMinSequentialWindow = 1 << 20;
 
+// FileHandle::last_end before the first read.
+constexpr uint64_t kNoRead = UINT64_MAX;
+
 // Verified bytes the cursor passed on its way to a read that overtook the
 // reads for them.
 struct Stashed {
@@ -39,6 +42,9 @@ struct FileHandle {
   std::unique_ptr<chunkstore::Reader> reader;
   uint64_t window = kMinSequentialWindow;  // see SequentialWindow
   bool streaming = false;                  // the last read was answered in order
+  bool remote = false;                     // the store is a bucket (each chunk fetched is a request)
+  uint64_t last_end = kNoRead;             // where the last read answered ended
+  bool from_start = false;                 // every read so far began where the one before ended, the first at 0
   std::vector<Stashed> stash;              // oldest first; at most 2 windows of bytes
   size_t stashed = 0;                      // bytes in stash
 };

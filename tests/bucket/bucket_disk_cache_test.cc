@@ -6,8 +6,10 @@
 // its limit; a copy does not fill it; a cold 4 KiB read costs one ranged
 // GET; files it cannot remove do not let the rest grow past a margin.
 // Built into unit_tests (memory and directory buckets).
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -180,6 +182,47 @@ TEST_P(BucketDiskCacheTest, ACopyDoesNotFillItAndAColdSmallReadIsOneRangedGet) {
   EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 200000));
   EXPECT_EQ(PackGets(faulty_->request_log()), 1u);
   EXPECT_EQ(faulty_->request_log().size(), 1u);
+}
+
+// From a bucket each chunk read ahead is a request: a read in order that
+// takes a little and stops costs the chunk it reads and, in a chained read,
+// the next one (each chunk is checked with the next one's first bytes),
+// not a burst of read-ahead. Read on, it fetches each chunk once. With and
+// without the disk cache (a chained read only without it).
+TEST_P(BucketDiskCacheTest, AReadInOrderThatStopsEarlyFetchesNoReadAhead) {
+  const auto d = RandomBytes(600000, 6);
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->PublishBytes(d.data(), d.size(), "x").ok());
+  const size_t chunks = a->Chunks("x")->size();
+  ASSERT_GT(chunks, 20u);  // more than a full read-ahead
+  for (uint64_t cache_size : {uint64_t{0}, uint64_t{64} << 20}) {
+    SCOPED_TRACE(cache_size);
+    Options o = SmallChunks();
+    o.chunk_cache_bytes = cache_size;
+    auto b = OpenMachine(dir_ / ("b" + std::to_string(cache_size)), o);
+    ASSERT_TRUE(b);
+    auto r = b->OpenReader("x");
+    ASSERT_TRUE(r.ok());
+    faulty_->ForgetRequests();
+    std::vector<uint8_t> head(4096);
+    ASSERT_EQ(*(*r)->Read(head.data(), head.size()), head.size());
+    EXPECT_TRUE(std::equal(head.begin(), head.end(), d.begin()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // what was read ahead has been asked for
+    EXPECT_LE(PackGets(faulty_->request_log()), cache_size == 0 ? 2u : 1u);
+    std::vector<uint8_t> rest(d.size());
+    size_t got = head.size();
+    for (;;) {
+      auto n = (*r)->Read(rest.data() + got, rest.size() - got);
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      if (*n == 0) break;
+      got += *n;
+    }
+    ASSERT_EQ(got, d.size());
+    EXPECT_TRUE(std::equal(rest.begin() + head.size(), rest.end(), d.begin() + head.size()));
+    EXPECT_TRUE((*r)->IdProven());
+    EXPECT_LE(PackGets(faulty_->request_log()), chunks);
+  }
 }
 
 // verify checks what the bucket holds, not the local copies of it.

@@ -8,7 +8,8 @@ directories; .versions/NAME@N and .objects/sha256:<hex>; names published
 while mounted (and a name's new version) seen within the refresh interval;
 writes refused; a damaged chunk giving EIO for its bytes only, logged by
 object; a crafted index (a tree's directory that is not a tree, a publish
-time past what nanoseconds hold); --read-ahead set (as root) or left; unmounting with fusermount3 -u and with SIGTERM, each exiting 0;
+time past what nanoseconds hold); --read-ahead set (as root) or left; an http:// store, whose first 4 KiB
+read of a file is one ranged GET; unmounting with fusermount3 -u and with SIGTERM, each exiting 0;
 and a missing or wrong mount point refused. Without /dev/fuse the test
 fails: it is never skipped.
 Usage: mount_test.py CHUNKSTORE"""
@@ -62,9 +63,9 @@ def errno_of(fn):
 class Mount:
     """chunkstore mount in the background, its stderr collected."""
 
-    def __init__(self, store, mountpoint, *extra):
+    def __init__(self, store, mountpoint, *extra, before=()):
         self.mountpoint = mountpoint
-        self.p = subprocess.Popen([EXE, "--store", store, "mount", mountpoint] + list(extra),
+        self.p = subprocess.Popen([EXE, "--store", store] + list(before) + ["mount", mountpoint] + list(extra),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.log = []
         threading.Thread(target=self._drain, daemon=True).start()
@@ -373,6 +374,46 @@ def main():
             check(m.unmount() == 0, f"{extra}: exit 0 after fusermount3 -u")
         finally:
             m.cleanup()
+
+    # An http:// store (a served store: a bucket store to its clients), with
+    # no chunk cache: the first 4 KiB of a large file is one ranged GET
+    # of one chunk; reading on gets the whole file, each chunk once.
+    srv = subprocess.Popen([EXE, "--store", store, "--json", "serve", "--listen", "127.0.0.1:0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    served = []
+    try:
+        url = json.loads(srv.stdout.readline().decode())["url"]
+        threading.Thread(target=lambda: [served.append(line.decode(errors="replace")) for line in srv.stderr],
+                         daemon=True).start()
+
+        def pack_gets():
+            time.sleep(0.3)  # access lines are written within 100 ms
+            return [line for line in served if '"GET /blobs/packs/' in line]
+
+        # No disk cache: reads in order then check each chunk with the
+        # next one's first bytes, the dearer case.
+        m = Mount(url, mnt, before=["--cache-dir", os.path.join(work, "http-cache"), "--cache-size", "0"])
+        try:
+            path = os.path.join(mnt, "models/big")
+            check(os.stat(path).st_size == len(big), "over http: the file's size")
+            before = len(pack_gets())
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                check(os.pread(fd, 4096, 0) == big[:4096], "over http: the first 4 KiB")
+            finally:
+                os.close(fd)
+            first = pack_gets()[before:]
+            check(len(first) == 1, f"over http: the first 4 KiB, cold, is one ranged GET: {first}")
+            check(read(path) == big, "over http: the whole file")
+            cuts = chunk_offsets(big_path)
+            gets = pack_gets()[before:]
+            check(len(gets) <= len(cuts) + 1, f"over http: each chunk fetched once ({len(cuts)} chunks): {len(gets)} GETs")
+            check(m.unmount() == 0, f"over http: exit 0 after fusermount3 -u: {''.join(m.log)!r}")
+        finally:
+            m.cleanup()
+    finally:
+        srv.terminate()
+        srv.wait(timeout=20)
 
     # A crafted index: a tree's directory is not a tree there, and a
     # publish time no clock gives.

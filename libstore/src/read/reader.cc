@@ -298,6 +298,7 @@ class ObjectReader final : public Reader {
       ahead_.pop_front();
     }
     Result<Loaded> r = Status::NotFound("");
+    const bool in_order = i == next_in_order_;
     if (!ahead_.empty() && ahead_.front().first == i) {
       r = ahead_.front().second.get();
       ahead_.pop_front();
@@ -305,10 +306,21 @@ class ObjectReader final : public Reader {
       DropAhead();
       r = FetchNow(i);
     }
+    next_in_order_ = i + 1;
+    // From a bucket every chunk read ahead is a request, and a read that
+    // takes one chunk and stops (a file's header) should cost one (two in
+    // a chained read, which checks a chunk with the next one's first
+    // bytes): the read-ahead grows with each chunk taken in order (0, 0,
+    // 1, 3, 7, ... chunks ahead) up to depth_, and starts over after a
+    // jump. Local packs cost only a little CPU to read ahead: they get all
+    // of it at once.
+    ramp_ = in_order ? std::min(ramp_ + 1, 16u) : 0;
+    const size_t depth =
+        loader_->remote() ? std::min<size_t>(depth_, ramp_ == 0 ? 0 : (size_t{1} << (ramp_ - 1)) - 1) : depth_;
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
     const size_t end = std::min(ahead_end_, entries_.size());
     const size_t group = loader_->group_reads() ? kGroup : 1;
-    while (ahead_.size() < depth_ && next < end) {
+    while (ahead_.size() < depth && next < end) {
       const size_t n = std::min(group, end - next);
       SubmitGroup(next, n);
       next += n;
@@ -553,6 +565,8 @@ class ObjectReader final : public Reader {
   // lanes are refilled within a group, so only a group's end runs alone.
   static constexpr size_t kGroup = 4;
   unsigned depth_ = 1;
+  size_t next_in_order_ = SIZE_MAX;  // the chunk FetchSequential takes next when the read goes on in order
+  unsigned ramp_ = 0;                // chunks taken in order since the last jump, at most 16
   size_t ahead_end_ = SIZE_MAX;  // chunks at or past this index are not read ahead
   std::deque<std::pair<size_t, std::future<Result<Loaded>>>> ahead_;
   // Set while DropAhead waits: queued read-ahead tasks then do nothing.
