@@ -25,8 +25,10 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common.h"
 #include "mount_fs.h"
@@ -87,47 +89,71 @@ struct Session {
   }
 };
 
-// The sysfs file holding the read-ahead (KiB) of the FUSE mount at
-// mountpoint, from this process's mount table; empty if it is not there.
-std::string ReadAheadFile(const std::string& mountpoint) {
+// One line of /proc/self/mountinfo:
+// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [TAGS...] - TYPE SOURCE ...
+struct MountLine {
+  std::string id, dev, point, type, source;
+};
+
+std::vector<MountLine> MountTable() {
+  std::vector<MountLine> out;
   std::ifstream in("/proc/self/mountinfo");
-  std::string line, found;
+  std::string line;
   while (std::getline(in, line)) {
-    // ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [TAGS...] - TYPE SOURCE ...
     std::istringstream fields(line);
-    std::string id, parent, dev, root, point;
-    if (!(fields >> id >> parent >> dev >> root >> point)) continue;
+    MountLine m;
+    std::string parent, root, escaped;
+    if (!(fields >> m.id >> parent >> m.dev >> root >> escaped)) continue;
     const size_t dash = line.find(" - ");
-    if (dash == std::string::npos || line.compare(dash + 3, 4, "fuse") != 0) continue;
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    if (!(tail >> m.type >> m.source)) continue;
     // The table escapes space, tab, newline and backslash as \ooo.
-    std::string unescaped;
-    for (size_t i = 0; i < point.size(); ++i) {
-      if (point[i] == '\\' && i + 3 < point.size()) {
-        const std::string oct = point.substr(i + 1, 3);
+    for (size_t i = 0; i < escaped.size(); ++i) {
+      if (escaped[i] == '\\' && i + 3 < escaped.size()) {
+        const std::string oct = escaped.substr(i + 1, 3);
         if (oct.find_first_not_of("01234567") == std::string::npos) {
-          unescaped += static_cast<char>(std::stoi(oct, nullptr, 8));
+          m.point += static_cast<char>(std::stoi(oct, nullptr, 8));
           i += 3;
           continue;
         }
       }
-      unescaped += point[i];
+      m.point += escaped[i];
     }
-    if (unescaped != mountpoint || dev.find(':') == std::string::npos ||
-        dev.find_first_not_of("0123456789:") != std::string::npos)
-      continue;
-    found = "/sys/class/bdi/" + dev + "/read_ahead_kb";  // the last mount there is ours
+    out.push_back(std::move(m));
   }
-  return found;
+  return out;
 }
 
-// Sets the mount's read-ahead where this process may (root); the kernel's
-// stays otherwise.
-void RaiseReadAhead(const std::string& file, uint32_t kib) {
+// The sysfs file holding the read-ahead (KiB) of the mount this process
+// just made at mountpoint: the table's entry there of type
+// fuse.chunkstore, on an anonymous device (major 0, as every FUSE mount
+// but fuseblk's), that was not in the table before (ids in `before`);
+// empty if there is no such entry, or more than one.
+std::string ReadAheadFile(const std::string& mountpoint, const std::set<std::string>& before) {
+  std::string found;
+  int matches = 0;
+  for (const MountLine& m : MountTable()) {
+    if (m.point != mountpoint || m.type != "fuse.chunkstore" || before.count(m.id)) continue;
+    if (m.dev.rfind("0:", 0) != 0 || m.dev.size() < 3 || m.dev.find_first_not_of("0123456789", 2) != std::string::npos)
+      continue;
+    found = "/sys/class/bdi/" + m.dev + "/read_ahead_kb";
+    ++matches;
+  }
+  return matches == 1 ? found : std::string();
+}
+
+// Writes kib as the mount's read-ahead; the error when it may not (not
+// root, a read-only /sys).
+Status SetReadAhead(const std::string& file, uint32_t kib) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return Status::IOError(file + ": " + std::strerror(errno));
   const std::string text = std::to_string(kib) + "\n";
-  (void)!::write(fd, text.data(), text.size());
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int err = errno;
   ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return Status::IOError(file + ": " + std::strerror(n < 0 ? err : EIO));
+  return Status::OK();
 }
 
 }  // namespace
@@ -156,7 +182,6 @@ int CmdMount(const Globals& g, const MountArgs& a) {
   OPEN_OR_FAIL(store, Access::kRead);
   MountConfig config;
   config.refresh_seconds = a.refresh_seconds;
-  config.read_ahead_kib = a.read_ahead_kib;
   MountFs fs(store, config, LogLine);
   Status loaded = fs.Load();
   if (!loaded.ok()) return Fail(loaded);
@@ -178,16 +203,21 @@ int CmdMount(const Globals& g, const MountArgs& a) {
   if (fuse_set_signal_handlers(session.se) != 0)
     return Fail(Status::IOError("cannot install the signal handlers"), kFailure);
   session.handlers = true;
+  std::set<std::string> mounts_before;
+  for (const MountLine& m : MountTable()) mounts_before.insert(m.id);
   if (fuse_session_mount(session.se, mountpoint.c_str()) != 0)
     return Fail(Status::IOError("cannot mount on " + mountpoint + " (the line above says why)"), kFailure);
   session.mounted = true;
   // Before the loop answers the kernel's first request (its INIT, whose
-  // answer can only lower the read-ahead).
-  const std::string read_ahead_file = ReadAheadFile(mountpoint);
-  if (!read_ahead_file.empty()) {
-    if (a.read_ahead_kib > 0) RaiseReadAhead(read_ahead_file, a.read_ahead_kib);
-    fs.SetReadAheadFile(read_ahead_file);
+  // answer the kernel takes only to lower the read-ahead).
+  const std::string read_ahead_file = ReadAheadFile(mountpoint, mounts_before);
+  uint32_t read_ahead_set = 0;
+  if (!read_ahead_file.empty() && a.read_ahead_kib > 0) {
+    Status set = SetReadAhead(read_ahead_file, a.read_ahead_kib);
+    if (set.ok()) read_ahead_set = a.read_ahead_kib;
+    else if (::geteuid() == 0) LogLine("chunkstore: mount: the kernel's read-ahead stays: " + Printable(set.message()));
   }
+  fs.SetReadAhead(read_ahead_file, read_ahead_set);
 
   if (g.json) {
     Json j;

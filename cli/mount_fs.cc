@@ -156,6 +156,7 @@ struct MountFs::Impl {
   // The kernel's read-ahead for this mount, in KiB (sysfs); empty when
   // unknown. Set before the first request, read at every open.
   std::string read_ahead_file;
+  uint32_t read_ahead_set_kib = 0;  // what mount.cc wrote there (MountFs::SetReadAhead)
 
   Impl(chunkstore::Store& s, const MountConfig& c, std::function<void(const std::string&)> l)
       : store(s), config(c), log(l), catalog(s, c.refresh_seconds, l) {}
@@ -490,8 +491,9 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
 void OpInit(void* userdata, fuse_conn_info* conn) {
   auto* fs = static_cast<MountFs::Impl*>(userdata);
   // The kernel keeps the smaller of this and what the mount's read-ahead
-  // was when the answer arrives (mount.cc raised that first, where it may).
-  if (fs->config.read_ahead_kib > 0) conn->max_readahead = fs->config.read_ahead_kib * 1024;
+  // is when the answer arrives: what mount.cc wrote there, if it could
+  // (else the kernel's offer, which libfuse left here, stands).
+  if (fs->read_ahead_set_kib > 0) conn->max_readahead = fs->read_ahead_set_kib * 1024;
 }
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -620,6 +622,9 @@ const fuse_lowlevel_ops kOps = [] {
 
 const fuse_lowlevel_ops* MountFs::Ops() { return &kOps; }
 
-void MountFs::SetReadAheadFile(const std::string& path) { impl_->read_ahead_file = path; }
+void MountFs::SetReadAhead(const std::string& file, uint32_t set_kib) {
+  impl_->read_ahead_file = file;
+  impl_->read_ahead_set_kib = set_kib;
+}
 
 }  // namespace cli

@@ -22,9 +22,6 @@ namespace cli {
 struct MountConfig {
   // Names published after the mount are seen within this many seconds.
   double refresh_seconds = 5;
-  // Read-ahead asked of the kernel, in KiB (it keeps the smaller of this and
-  // the mount's own, which mount.cc raises where it may); 0 asks nothing.
-  uint32_t read_ahead_kib = 1024;
 };
 
 class MountFs {
@@ -40,11 +37,13 @@ class MountFs {
   // read fails before anything is mounted.
   chunkstore::Status Load();
 
-  // The file that holds the kernel's read-ahead for this mount in KiB
-  // (/sys/class/bdi/MAJOR:MINOR/read_ahead_kb): how far out of order a
-  // sequential read may arrive follows from it. Call before the session's
-  // loop starts; without it, the least such distance is assumed.
-  void SetReadAheadFile(const std::string& path);
+  // file: the one that holds the kernel's read-ahead for this mount in KiB
+  // (/sys/class/bdi/MAJOR:MINOR/read_ahead_kb; empty: unknown), from which
+  // follows how far out of order a sequential read may arrive; without it
+  // the least such distance is assumed. set_kib: what mount.cc wrote there
+  // (0: nothing), which the answer to the kernel's INIT then keeps. Call
+  // before the session's loop starts.
+  void SetReadAhead(const std::string& file, uint32_t set_kib);
 
   // The operations table, and the userdata to hand libfuse with it.
   static const fuse_lowlevel_ops* Ops();

@@ -34,26 +34,41 @@ namespace {
 constexpr uint64_t kMaxSequentialWindow = 64 << 20;
 // A read is answered with at most this many views of verified chunks.
 constexpr size_t kMaxViews = 16;
+// At most this many runs of bytes are kept for overtaken reads per file.
+constexpr size_t kMaxStashed = 64;
 
 // Keeps [r.Tell(), offset) for the reads it overtook, moving the cursor
-// to offset.
+// to offset. What it kept is bounded three ways: bytes (two windows),
+// entries (a reader asking for a byte at a time past the cursor would
+// otherwise pile up entries of one byte), and age (what lies more than
+// two windows behind the cursor is nothing the kernel still has under
+// way).
 Status StashGap(FileHandle& h, uint64_t offset) {
   chunkstore::Reader& r = *h.reader;
   Stashed s{r.Tell(), {}};
   s.bytes.reserve(static_cast<size_t>(offset - r.Tell()));
+  Status failed;
   while (r.Tell() < offset) {
     auto view = r.ReadView(static_cast<size_t>(offset - r.Tell()));
-    if (!view.ok()) return view.status();
+    if (!view.ok()) {
+      failed = view.status();  // what was read before the damage is kept
+      break;
+    }
     if (view->size == 0) break;
     s.bytes.insert(s.bytes.end(), view->data, view->data + view->size);
   }
-  if (s.bytes.empty()) return Status::OK();
-  h.stashed += s.bytes.size();
-  h.stash.push_back(std::move(s));
+  if (!s.bytes.empty()) {
+    h.stashed += s.bytes.size();
+    h.stash.push_back(std::move(s));
+  }
+  const uint64_t cursor = r.Tell();
   size_t drop = 0;
-  while (h.stashed > 2 * h.window && drop + 1 < h.stash.size()) h.stashed -= h.stash[drop++].bytes.size();
+  while (drop + 1 < h.stash.size() &&
+         (h.stashed > 2 * h.window || h.stash.size() - drop > kMaxStashed ||
+          h.stash[drop].offset + h.stash[drop].bytes.size() + 2 * h.window < cursor))
+    h.stashed -= h.stash[drop++].bytes.size();
   h.stash.erase(h.stash.begin(), h.stash.begin() + static_cast<std::ptrdiff_t>(drop));
-  return Status::OK();
+  return failed;
 }
 
 // Answers a read the cursor passed from what it kept, if it kept all of
