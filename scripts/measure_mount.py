@@ -23,15 +23,21 @@ One mount serves every round; rounds alternate which goes first.
   mount of the same store served by another build, in the same rounds,
   in turn with the first; the figure per round is the base mount's time
   over this one's (above 1: this build is faster).
+- first-4k over http: the store served by `chunkstore serve` and mounted
+  as an http:// store (a bucket store to its clients) with an empty chunk
+  cache; the pack GETs in the server's access log for the first 4 KiB
+  read of the object (pread of 4096 bytes at 0 on a fresh descriptor).
 The kernel read-ahead of each mount (sysfs) is recorded: `chunkstore
 mount` raises it where it may (root).
 Figures are medians with min-max over the rounds. Writes
 docs/measurements/mount-DATE.json."""
 import argparse
+import json
 import os
 import random
 import subprocess
 import sys
+import threading
 import time
 
 from compare_peers import make_payload, stats, write_measurement
@@ -76,6 +82,43 @@ def read_ahead_kib(mountpoint):
     dev = os.stat(mountpoint).st_dev
     with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
         return int(f.read())
+
+
+def first_read_gets(exe, store, work):
+    """The pack GETs (access-log lines of `chunkstore serve`) that the
+    first 4 KiB read of bench/big costs through a mount of the store
+    served over HTTP (an http:// store: a bucket store to its clients),
+    with a cold chunk cache."""
+    srv = subprocess.Popen([exe, "--store", store, "--json", "serve", "--listen", "127.0.0.1:0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    mnt = os.path.join(work, "mnt-http")
+    os.makedirs(mnt, exist_ok=True)
+    lines = []
+    mount = None
+    try:
+        url = json.loads(srv.stdout.readline().decode())["url"]
+        threading.Thread(target=lambda: [lines.append(x.decode(errors="replace")) for x in srv.stderr],
+                         daemon=True).start()
+        mount = subprocess.Popen([exe, "--store", url, "--cache-dir", os.path.join(work, "http-cache"), "-q",
+                                  "mount", mnt], stderr=subprocess.PIPE)
+        wait_mounted(mnt, mount)
+        path = os.path.join(mnt, "bench", "big")
+        os.stat(path)
+        time.sleep(0.3)  # the server writes access lines within 100 ms
+        before = len(lines)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.pread(fd, 4096, 0)
+        finally:
+            os.close(fd)
+        time.sleep(0.5)
+        return [x for x in lines[before:] if '"GET /blobs/packs/' in x]
+    finally:
+        if mount:
+            subprocess.run(["fusermount3", "-u", mnt], check=False)
+            mount.wait(timeout=60)
+        srv.terminate()
+        srv.wait(timeout=60)
 
 
 def random_reads(path, offsets):
@@ -186,6 +229,7 @@ def main():
         if base:
             subprocess.run(["fusermount3", "-u", base_mnt], check=False)
             base.wait(timeout=60)
+    first_gets = first_read_gets(exe, store, args.work)
     out = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": args.commit, "rounds": args.rounds,
            "size_mib": args.size_mib, "nproc": os.cpu_count(),
            "version": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
@@ -193,7 +237,9 @@ def main():
            "seq_mount_cpu_s": stats(mount_cpu), "seq_daemon_cpu_s": stats(daemon_cpu),
            "seq_cat_cpu_s": stats(cat_cpu), "seq_x_cat_cpu_bound": stats(bound),
            "random_4k_fuse_p50_us": stats(fuse_p50), "random_4k_page_cache_p50_us": stats(cache_p50),
-           "read_ahead_kib": ra, "mount_exit": mount.returncode}
+           "read_ahead_kib": ra, "mount_exit": mount.returncode,
+           "http_first_4k_pack_gets": len(first_gets),
+           "http_first_4k_pack_bytes": sum(int(line.split()[-2]) for line in first_gets)}
     if base:
         out.update({"base": args.base_label, "base_read_ahead_kib": base_ra, "seq_base_mount_ms": stats(base_ms),
                     "seq_x_base": stats(x_base)})
@@ -201,6 +247,7 @@ def main():
     print(f"{args.size_mib} MiB, {args.rounds} rounds: sequential {s['median']:.2f}x cat ({s['min']:.2f}-{s['max']:.2f}); "
           f"4 KiB random p50 {f['median']:.1f} us through FUSE ({f['min']:.1f}-{f['max']:.1f}), "
           f"{p['median']:.1f} us from the page cache ({p['min']:.1f}-{p['max']:.1f})")
+    print(f"first 4 KiB over http, cold: {len(first_gets)} pack GETs ({out['http_first_4k_pack_bytes']} bytes)")
     if base:
         x = out["seq_x_base"]
         print(f"against {args.base_label}'s mount: {x['median']:.2f}x ({x['min']:.2f}-{x['max']:.2f})")

@@ -28,7 +28,19 @@ def mount_section(m, rel_path):
         f"| 4 KiB random reads through FUSE, warm, p50 | ≤ 50 µs | {_mm(rnd, 1)} µs | "
         f"{_met(rnd['median'] <= 50)} |",
         f"| the same from the page cache (reference) | | {_mm(m['random_4k_page_cache_p50_us'], 1)} µs | |",
-    ] + _base_lines(m) + _cpu_lines(m))
+    ] + _first_read_lines(m) + _base_lines(m) + _cpu_lines(m))
+
+
+def _first_read_lines(m):
+    if "http_first_4k_pack_gets" not in m:
+        return []
+    n = m["http_first_4k_pack_gets"]
+    return [
+        f"| first 4 KiB read of the {m['size_mib']} MiB object through a mount of the store as an http:// store "
+        "(served by `chunkstore serve`; a bucket store to its clients), empty chunk cache: pack GETs in the "
+        f"server's log | one ranged GET of one chunk | {n} ({m['http_first_4k_pack_bytes']:,} bytes) | "
+        f"{_met(n == 1)} |",
+    ]
 
 
 def _read_ahead(m):
