@@ -8,7 +8,9 @@ One mount serves every round; rounds alternate which goes first.
   bench/big > /dev/null`, each a fresh process, the store's pack files
   warm in the page cache for both. Before each mount read the mounted
   file's own page cache is dropped (POSIX_FADV_DONTNEED on it), so every
-  byte comes through FUSE and the verified reader. The figure per round
+  byte comes through FUSE and the verified reader, and dropped again
+  after it, so that every read starts with the same memory in use. The
+  figure per round
   is cat's time over the mount's (1: as fast as cat; the target is 0.7).
   The CPU time of both sides is taken too (the mount's: the reading
   `cat` and the daemon, from /proc), and with it the best ratio the
@@ -181,13 +183,22 @@ def main():
             wait_mounted(base_mnt, base)
             base_ra = read_ahead_kib(base_mnt)
         subprocess.run(["cat", path], check=True, stdout=subprocess.DEVNULL)  # the packs into the page cache
+        drop_file_cache(path)
+        if base:  # its daemon warmed up as this one's
+            subprocess.run(["cat", os.path.join(base_mnt, "bench", "big")], check=True, stdout=subprocess.DEVNULL)
+            drop_file_cache(os.path.join(base_mnt, "bench", "big"))
         rng = random.Random(11)
         for rnd in range(args.rounds):
+            # The mounted file's page cache is dropped after each read too:
+            # every read starts with the same memory in use, whichever went
+            # before it.
             def via_mount():
                 drop_file_cache(path)
                 before = process_cpu(mount.pid)
                 secs, reader = timed(["cat", path])
-                return secs, reader, process_cpu(mount.pid) - before
+                cpu = process_cpu(mount.pid) - before
+                drop_file_cache(path)
+                return secs, reader, cpu
 
             def via_cat():
                 return timed([exe, "--store", store, "cat", "bench/big"])
@@ -195,7 +206,9 @@ def main():
             def via_base():
                 base_path = os.path.join(base_mnt, "bench", "big")
                 drop_file_cache(base_path)
-                return timed(["cat", base_path])[0]
+                secs = timed(["cat", base_path])[0]
+                drop_file_cache(base_path)
+                return secs
 
             if rnd % 2 == 0:
                 (m, reader, daemon), (c, cc) = via_mount(), via_cat()

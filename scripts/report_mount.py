@@ -17,7 +17,8 @@ def mount_section(m, rel_path):
         "`cat` of the file from the mount point and `chunkstore cat` of the same object, both fresh processes "
         "to /dev/null with the packs in the page cache, alternating which goes first (ratio per round, cat "
         "time / mount time; the mounted file's own page cache dropped before each, so every byte comes "
-        "through FUSE and the verified reader); 4 KiB reads at random aligned offsets in the first 32 MiB "
+        "through FUSE and the verified reader, and after it" + (", as the other mount's" if "seq_x_base" in m else "")
+        + ", so every read starts with the same memory in use); 4 KiB reads at random aligned offsets in the first 32 MiB "
         "without kernel read-ahead, after a pass that warmed the store's chunk cache and with the file's page "
         "cache dropped, so each goes to the daemon, then the same reads from the page cache."
         + _read_ahead(m), "",
