@@ -45,6 +45,7 @@ constexpr size_t kMaxStashed = 64;
 // way).
 Status StashGap(FileHandle& h, uint64_t offset) {
   chunkstore::Reader& r = *h.reader;
+  if (offset <= r.Tell()) return Status::OK();
   Stashed s{r.Tell(), {}};
   s.bytes.reserve(static_cast<size_t>(offset - r.Tell()));
   Status failed;
@@ -113,19 +114,25 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   // it may be all that is read (a file's header), and the in-order path
   // fetches the next chunk too (a chained read checks a chunk with it).
   // While the reads go on from the start, each where the last ended, they
-  // count as in order.
+  // count as in order. A read elsewhere that is the third in a row to
+  // start where the one before it ended (a file read in order from its
+  // middle) moves the cursor there: from then on the read verifies ahead
+  // on other threads, though it proves nothing of the object's id.
   const uint64_t at = r.Tell();
   const bool first = last_end == kNoRead;
-  h.from_start = first ? offset == 0 : h.from_start && offset == last_end;
+  const bool continues = !first && offset == last_end;
+  h.from_start = first ? offset == 0 : h.from_start && continues;
+  h.run = continues ? h.run + 1 : 0;
   bool sequential = false;
   if (!(h.remote && first)) {
     sequential = offset == 0 || offset == at ||
                  ((h.streaming || (h.remote && h.from_start)) && offset > at && offset <= at + h.window);
   }
-  if (sequential && offset == 0 && at != 0) {
+  if ((sequential && offset == 0 && at != 0) || (!sequential && h.run >= 2)) {
     h.stash.clear();
     h.stashed = 0;
-    CHUNKSTORE_RETURN_IF_ERROR(r.Seek(0));
+    CHUNKSTORE_RETURN_IF_ERROR(r.Seek(offset));
+    sequential = true;
   }
   // A gap the cursor cannot pass (a damaged chunk) is no reason to fail a
   // read of other bytes: that read is taken at random. The cursor stays

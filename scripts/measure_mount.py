@@ -25,6 +25,9 @@ One mount serves every round; rounds alternate which goes first.
   mount of the same store served by another build, in the same rounds,
   in turn with the first; the figure per round is the base mount's time
   over this one's (above 1: this build is faster).
+- half: the second half of the object read in order from its middle,
+  `dd bs=1M skip=...` from the mount point against `chunkstore cat
+  --offset` of the same bytes; cat's time over the mount's.
 - first-4k over http: the store served by `chunkstore serve` and mounted
   as an http:// store (a bucket store to its clients) with an empty chunk
   cache; the pack GETs in the server's access log for the first 4 KiB
@@ -176,6 +179,7 @@ def main():
     seq, fuse_p50, cache_p50, mount_ms, cat_ms = [], [], [], [], []
     mount_cpu, daemon_cpu, cat_cpu, bound = [], [], [], []
     base_ms, x_base = [], []
+    half_ms, half_x = [], []
     try:
         wait_mounted(mnt, mount)
         ra = read_ahead_kib(mnt)
@@ -210,6 +214,25 @@ def main():
                 drop_file_cache(base_path)
                 return secs
 
+            # The second half alone: a file read in order from its middle.
+            half = (args.size_mib // 2) << 20
+
+            def via_mount_half():
+                drop_file_cache(path)
+                secs = timed(["dd", f"if={path}", "of=/dev/null", "bs=1M", f"skip={args.size_mib // 2}",
+                              "status=none"])[0]
+                drop_file_cache(path)
+                return secs
+
+            def via_cat_half():
+                return timed([exe, "--store", store, "cat", "bench/big", "--offset", str(half)])[0]
+
+            if rnd % 2 == 0:
+                mh, ch = via_mount_half(), via_cat_half()
+            else:
+                ch, mh = via_cat_half(), via_mount_half()
+            half_x.append(ch / mh)
+            half_ms.append(mh * 1e3)
             if rnd % 2 == 0:
                 (m, reader, daemon), (c, cc) = via_mount(), via_cat()
                 b = via_base() if base else None
@@ -250,6 +273,7 @@ def main():
            "seq_mount_cpu_s": stats(mount_cpu), "seq_daemon_cpu_s": stats(daemon_cpu),
            "seq_cat_cpu_s": stats(cat_cpu), "seq_x_cat_cpu_bound": stats(bound),
            "random_4k_fuse_p50_us": stats(fuse_p50), "random_4k_page_cache_p50_us": stats(cache_p50),
+           "half_mount_ms": stats(half_ms), "half_x_cat": stats(half_x),
            "read_ahead_kib": ra, "mount_exit": mount.returncode,
            "http_first_4k_pack_gets": len(first_gets),
            "http_first_4k_pack_bytes": sum(int(line.split()[-2]) for line in first_gets)}
@@ -260,6 +284,8 @@ def main():
     print(f"{args.size_mib} MiB, {args.rounds} rounds: sequential {s['median']:.2f}x cat ({s['min']:.2f}-{s['max']:.2f}); "
           f"4 KiB random p50 {f['median']:.1f} us through FUSE ({f['min']:.1f}-{f['max']:.1f}), "
           f"{p['median']:.1f} us from the page cache ({p['min']:.1f}-{p['max']:.1f})")
+    h = out["half_x_cat"]
+    print(f"second half from the middle: {h['median']:.2f}x cat --offset ({h['min']:.2f}-{h['max']:.2f})")
     print(f"first 4 KiB over http, cold: {len(first_gets)} pack GETs ({out['http_first_4k_pack_bytes']} bytes)")
     if base:
         x = out["seq_x_base"]

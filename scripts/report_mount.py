@@ -29,7 +29,16 @@ def mount_section(m, rel_path):
         f"| 4 KiB random reads through FUSE, warm, p50 | ≤ 50 µs | {_mm(rnd, 1)} µs | "
         f"{_met(rnd['median'] <= 50)} |",
         f"| the same from the page cache (reference) | | {_mm(m['random_4k_page_cache_p50_us'], 1)} µs | |",
-    ] + _first_read_lines(m) + _base_lines(m) + _cpu_lines(m))
+    ] + _half_lines(m) + _first_read_lines(m) + _base_lines(m) + _cpu_lines(m))
+
+
+def _half_lines(m):
+    if "half_x_cat" not in m:
+        return []
+    return [
+        "| reference: the second half read in order from the middle (`dd bs=1M skip=...` from the mount point) | "
+        f"| {_mm(m['half_x_cat'])}× `chunkstore cat --offset` of it ({_mm(m['half_mount_ms'], 0)} ms) | |",
+    ]
 
 
 def _first_read_lines(m):

@@ -268,6 +268,20 @@ def main():
                 (0, 256 << 10), (1 << 20, 256 << 10), (512 << 10, 256 << 10), (256 << 10, 256 << 10),
                 (768 << 10, 256 << 10), (1280 << 10, 1 << 20), (2304 << 10, (6 << 20) - (2304 << 10)),
                 (3 << 20, 4096)]), "reads out of order")
+            # In order from the middle: the third read in a row that goes on
+            # from the one before moves the in-order read there; then one
+            # overtaking another, on to the end, and again from further back.
+            mid = (2 << 20) + 4096
+            check(direct_reads(os.path.join(mnt, "models/big"), big, [
+                (mid, 128 << 10), (mid + (128 << 10), 128 << 10), (mid + (256 << 10), 256 << 10),
+                (mid + (768 << 10), 256 << 10), (mid + (512 << 10), 256 << 10),
+                (mid + (1 << 20), (6 << 20) - mid - (1 << 20)), (mid - 4096, 4096),
+                (1 << 20, 128 << 10), ((1 << 20) + (128 << 10), 128 << 10), ((1 << 20) + (256 << 10), 256 << 10)]),
+                  "reads in order from the middle, then again from further back")
+            check(direct_reads(os.path.join(mnt, "models/big"), big, [
+                (0, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 1 << 20),
+                (100 << 10, 128 << 10), (228 << 10, 128 << 10), (356 << 10, 256 << 10), (612 << 10, 1 << 20)]),
+                  "reads in order from the start, then again in order from behind where they stopped")
             with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
                 check(mm[:4096] == big[:4096] and mm[len(big) - 4096:] == big[-4096:] and mm[3000000:3100000] ==
                       big[3000000:3100000], "mmap gives the same bytes")
