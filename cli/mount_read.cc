@@ -100,7 +100,10 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   size = static_cast<size_t>(std::min<uint64_t>(size, r.size() - offset));
   const uint64_t last_end = h.last_end;
   h.last_end = offset + size;  // what a read that continues this one starts at
-  if (AnswerFromStash(req, h, offset, size)) return Status::OK();
+  if (AnswerFromStash(req, h, offset, size)) {
+    h.random_run = 0;
+    return Status::OK();
+  }
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
   size_t got = 0;
@@ -114,21 +117,24 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   // it may be all that is read (a file's header), and the in-order path
   // fetches the next chunk too (a chained read checks a chunk with it).
   // While the reads go on from the start, each where the last ended, they
-  // count as in order. A read elsewhere that is the third in a row to
-  // start where the one before it ended (a file read in order from its
+  // count as in order. A read taken at random that is the third in a row
+  // to start where the one before it ended (a file read in order from its
   // middle) moves the cursor there: from then on the read verifies ahead
-  // on other threads, though it proves nothing of the object's id.
+  // on other threads, though it proves nothing of the object's id. Reads
+  // in order never start such a run: a request the kernel sent early that
+  // comes behind the cursor must not pull it back.
   const uint64_t at = r.Tell();
   const bool first = last_end == kNoRead;
   const bool continues = !first && offset == last_end;
   h.from_start = first ? offset == 0 : h.from_start && continues;
-  h.run = continues ? h.run + 1 : 0;
   bool sequential = false;
   if (!(h.remote && first)) {
     sequential = offset == 0 || offset == at ||
                  ((h.streaming || (h.remote && h.from_start)) && offset > at && offset <= at + h.window);
   }
-  if ((sequential && offset == 0 && at != 0) || (!sequential && h.run >= 2)) {
+  const bool resume = !sequential && continues && h.random_run >= 2;
+  h.random_run = sequential || resume ? 0 : continues ? h.random_run + 1 : 1;
+  if ((sequential && offset == 0 && at != 0) || resume) {
     h.stash.clear();
     h.stashed = 0;
     CHUNKSTORE_RETURN_IF_ERROR(r.Seek(offset));

@@ -45,7 +45,7 @@ struct FileHandle {
   bool remote = false;                     // the store is a bucket (each chunk fetched is a request)
   uint64_t last_end = kNoRead;             // where the last read answered ended
   bool from_start = false;                 // every read so far began where the one before ended, the first at 0
-  uint64_t run = 0;                        // reads in a row that began where the one before ended
+  uint64_t random_run = 0;                 // reads at random in a row, each where the one before ended
   std::vector<Stashed> stash;              // oldest first; at most 2 windows of bytes
   size_t stashed = 0;                      // bytes in stash
 };
