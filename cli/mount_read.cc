@@ -23,7 +23,9 @@ namespace {
 // waits for a page overtakes them, and the daemon's threads take them in
 // any order. While a handle is read in order, a read that far ahead of the
 // cursor (twice that, for a file its reader declared sequential, which
-// doubles its window) still counts as in order: the cursor moves to it,
+// doubles its window; twice that again, as a margin: a read counted as a
+// jump sends the reads after it at random) still counts as in order: the
+// cursor moves to it,
 // and the bytes it passes are kept for the reads it overtook. A read
 // further ahead is a jump, read at random: moving the cursor would read
 // and verify what nobody asked for. So is any read ahead of the cursor
@@ -199,7 +201,7 @@ uint64_t SequentialWindow(const std::string& read_ahead_file) {
     }
   }
   kib = std::min<uint64_t>(kib, kMaxSequentialWindow >> 10);
-  return std::clamp<uint64_t>(4 * kib * 1024, kMinSequentialWindow, kMaxSequentialWindow);
+  return std::clamp<uint64_t>(8 * kib * 1024, kMinSequentialWindow, kMaxSequentialWindow);
 }
 
 }  // namespace cli

@@ -194,7 +194,7 @@ def main():
     tree_out = json.loads(cs(store, "--json", "publish", tree, "--name", "site"))
     tree_id = tree_out["published"][0]["id"]
 
-    # A read-ahead of 4 MiB where it can be set: reads up to 16 MiB ahead
+    # A read-ahead of 4 MiB where it can be set: reads up to 32 MiB ahead
     # of an open file's in-order read count as in order (the damage test
     # below needs a chunk's length).
     m = Mount(store, mnt, "--refresh", "1", "--read-ahead", "4096")
@@ -359,7 +359,7 @@ def main():
             # damaged chunk, whose in-order read would have to pass it.
             check(len(cuts) >= 3, f"the victim has a chunk after the damaged one: {cuts}")
             if os.access(bdi_file(mnt), os.W_OK):  # the read-ahead is 4 MiB: the gap counts as in order
-                check(cuts[2] - cuts[1] + 100 <= 16 << 20, "the gap is within the in-order distance")
+                check(cuts[2] - cuts[1] + 100 <= 32 << 20, "the gap is within the in-order distance")
             try:
                 ok, err = direct_reads(os.path.join(mnt, "damage/victim"), victim,
                                        [(0, cuts[1]), (cuts[2] + 100, 4096)]), 0
