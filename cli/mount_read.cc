@@ -111,9 +111,9 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   size_t got = 0;
   // In order: at the cursor, ahead of it (a read that overtook the ones
   // before it: the cursor keeps what it passes for them), or back at the
-  // start. The cursor never skips bytes, so that a read from the start to
-  // the end keeps proving the object's id (the reader stops proving on a
-  // seek). Anything else, behind the cursor or far ahead, is read at
+  // start. The cursor skips no bytes to reach a read ahead of it, so that a
+  // read from the start to the end keeps proving the object's id (the
+  // reader stops proving on a seek). Anything else, behind the cursor or far ahead, is read at
   // random, which leaves the cursor and its proof alone. On a bucket
   // store an open file's first read is taken at random even at the start:
   // it may be all that is read (a file's header), and the in-order path
