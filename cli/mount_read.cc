@@ -40,7 +40,7 @@ constexpr size_t kMaxViews = 16;
 constexpr size_t kMaxStashed = 64;
 
 // Keeps [r.Tell(), offset) for the reads it overtook, moving the cursor
-// to offset. What it kept is bounded three ways: bytes (two windows),
+// to offset. What it kept is bounded three ways: bytes (one window),
 // entries (a reader asking for a byte at a time past the cursor would
 // otherwise pile up entries of one byte), and age (what lies more than
 // two windows behind the cursor is nothing the kernel still has under
@@ -67,7 +67,7 @@ Status StashGap(FileHandle& h, uint64_t offset) {
   const uint64_t cursor = r.Tell();
   size_t drop = 0;
   while (drop + 1 < h.stash.size() &&
-         (h.stashed > 2 * h.window || h.stash.size() - drop > kMaxStashed ||
+         (h.stashed > h.window || h.stash.size() - drop > kMaxStashed ||
           h.stash[drop].offset + h.stash[drop].bytes.size() + 2 * h.window < cursor))
     h.stashed -= h.stash[drop++].bytes.size();
   h.stash.erase(h.stash.begin(), h.stash.begin() + static_cast<std::ptrdiff_t>(drop));
@@ -119,9 +119,9 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
   // it may be all that is read (a file's header), and the in-order path
   // fetches the next chunk too (a chained read checks a chunk with it).
   // While the reads go on from the start, each where the last ended, they
-  // count as in order. A read taken at random that is the third in a row
-  // to start where the one before it ended (a file read in order from its
-  // middle) moves the cursor there: from then on the read verifies ahead
+  // count as in order. The third read taken at random in a row, each after
+  // the first starting where the one before ended (a file read in order
+  // from its middle), moves the cursor there: from then on the read verifies ahead
   // on other threads, though it proves nothing of the object's id. Reads
   // in order never start such a run: a request the kernel sent early that
   // comes behind the cursor must not pull it back.
@@ -134,7 +134,10 @@ Status AnswerRead(fuse_req_t req, FileHandle& h, uint64_t offset, size_t size) {
     sequential = offset == 0 || offset == at ||
                  ((h.streaming || (h.remote && h.from_start)) && offset > at && offset <= at + h.window);
   }
-  const bool resume = !sequential && continues && h.random_run >= 2;
+  // Not for a read less than a window behind the cursor: that is one the
+  // kernel sent early (its bytes missed what the cursor kept), and the
+  // reads after it are still ahead.
+  const bool resume = !sequential && continues && h.random_run >= 2 && !(offset < at && at - offset <= h.window);
   h.random_run = sequential || resume ? 0 : continues ? h.random_run + 1 : 1;
   if ((sequential && offset == 0 && at != 0) || resume) {
     h.stash.clear();

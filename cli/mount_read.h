@@ -46,7 +46,7 @@ struct FileHandle {
   uint64_t last_end = kNoRead;             // where the last read answered ended
   bool from_start = false;                 // every read so far began where the one before ended, the first at 0
   uint64_t random_run = 0;                 // reads at random in a row, each where the one before ended
-  std::vector<Stashed> stash;              // oldest first; at most 2 windows of bytes
+  std::vector<Stashed> stash;              // oldest first; at most a window of bytes
   size_t stashed = 0;                      // bytes in stash
 };
 

@@ -278,10 +278,6 @@ def main():
                 (mid + (1 << 20), (6 << 20) - mid - (1 << 20)), (mid - 4096, 4096),
                 (1 << 20, 128 << 10), ((1 << 20) + (128 << 10), 128 << 10), ((1 << 20) + (256 << 10), 256 << 10)]),
                   "reads in order from the middle, then again from further back")
-            check(direct_reads(os.path.join(mnt, "models/big"), big, [
-                (0, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 1 << 20),
-                (100 << 10, 128 << 10), (228 << 10, 128 << 10), (356 << 10, 256 << 10), (612 << 10, 1 << 20)]),
-                  "reads in order from the start, then again in order from behind where they stopped")
             with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
                 check(mm[:4096] == big[:4096] and mm[len(big) - 4096:] == big[-4096:] and mm[3000000:3100000] ==
                       big[3000000:3100000], "mmap gives the same bytes")
@@ -398,6 +394,14 @@ def main():
             else:
                 check(kib < 2048, f"{extra}: the mount's read-ahead is the kernel's: {kib} KiB")
             check(read(os.path.join(mnt, "models/big")) == big, f"{extra}: whole file bytes")
+            if extra[1] == "0":
+                # The kernel's read-ahead: 1 MiB counts as in order. Reads
+                # in order from well behind where an earlier run stopped
+                # move the in-order read back there.
+                check(direct_reads(os.path.join(mnt, "models/big"), big, [
+                    (0, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 1 << 20), (3 << 20, 1 << 20),
+                    (100 << 10, 128 << 10), (228 << 10, 128 << 10), (356 << 10, 256 << 10), (612 << 10, 1 << 20)]),
+                      "reads in order from the start, then again in order from well behind where they stopped")
             check(m.unmount() == 0, f"{extra}: exit 0 after fusermount3 -u")
         finally:
             m.cleanup()

@@ -293,6 +293,9 @@ class ObjectReader final : public Reader {
   // up to kGroup chunks, and the queue refills a group at a time (between
   // depth_ and depth_ + kGroup - 1 chunks ahead).
   Result<Loaded> FetchSequential(size_t i) {
+    // Past everything read ahead (a seek forward): none of it is wanted,
+    // and waiting for each would cost their reads (a bucket's GETs).
+    if (!ahead_.empty() && ahead_.back().first < i) DropAhead();
     while (!ahead_.empty() && ahead_.front().first < i) {
       ahead_.front().second.wait();
       ahead_.pop_front();
