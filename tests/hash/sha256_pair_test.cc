@@ -218,6 +218,70 @@ TEST_P(Sha256PairTest, RunOfMessagesThroughTwoRefilledLanes) {
   for (size_t k = 0; k < messages.size(); ++k) EXPECT_EQ(finished[k], k % 7 == 3 ? 0 : 1) << k;
 }
 
+// Sha256LanesWhile (the way a read-ahead run verifies queued chunks):
+// a message queued while the run has one lane busy and the other idle is
+// taken up between the busy lane's stretches, beside it, not after it;
+// the run ends only when next() has nothing and no lane is busy; every
+// digest is OpenSSL's.
+TEST_P(Sha256PairTest, LanesTakeMessagesThatArriveWhileTheyRun) {
+  const auto data = chunkstore::testing::RandomBytes(3 << 20, 18);
+  // offset, length: a long message alone, then three that come later.
+  const std::vector<std::pair<size_t, size_t>> messages = {
+      {0, 1 << 20}, {5, 300000}, {100000, 65}, {7, 200001}};
+  size_t queued = 1, next = 0, asks_while_alone = 0, ends = 0;
+  std::vector<int> finished(messages.size(), 0);
+  std::vector<bool> started_beside_first(messages.size(), false);
+  Sha256LanesWhile(
+      [&](Sha256Partial& lane, size_t* k, bool last) {
+        EXPECT_EQ(ends, 0u) << "asked again after it ended";
+        if (next == queued) {
+          if (last) {
+            ++ends;
+            return LaneStart::kNone;
+          }
+          // The first message is in the other lane: the others arrive
+          // once it has asked a few times (once where nothing
+          // interleaves: a lone lane is then hashed whole at once).
+          if (queued == 1 && ++asks_while_alone == (Sha256PairInterleaves() ? 3u : 1u)) queued = messages.size();
+          return LaneStart::kNone;
+        }
+        *k = next++;
+        started_beside_first[*k] = finished[0] == 0;
+        lane.Start(data.data() + messages[*k].first, messages[*k].second);
+        return LaneStart::kStarted;
+      },
+      [&](size_t k, Sha256Partial& lane) {
+        ++finished[k];
+        EXPECT_EQ(lane.Finish(), OpenSsl(data.data() + messages[k].first, messages[k].second)) << "message " << k;
+      });
+  EXPECT_EQ(ends, 1u);
+  EXPECT_EQ(asks_while_alone, Sha256PairInterleaves() ? 3u : 1u);
+  for (size_t k = 0; k < messages.size(); ++k) EXPECT_EQ(finished[k], 1) << k;
+  if (Sha256PairInterleaves()) {
+    // 1 MiB alone asks every 64 KiB: the second message came long
+    // before the first was done.
+    EXPECT_TRUE(started_beside_first[1]);
+  }
+}
+
+// Advance between paired stretches: the digest is still the message's.
+TEST_P(Sha256PairTest, AdvanceAloneThenPaired) {
+  const auto data = chunkstore::testing::RandomBytes(1 << 20, 19);
+  Sha256Partial a, b;
+  a.Start(data.data(), 700001);
+  b.Start(data.data() + 3, 200000);
+  // Without interleaving a lone lane is only marked done (its Finish
+  // hashes it whole).
+  EXPECT_EQ(a.Advance(100), Sha256PairInterleaves());
+  EXPECT_TRUE(b.HasBlocks());
+  while (a.HasBlocks() && b.HasBlocks()) Sha256PairBlocks(a, b);
+  while (a.Advance(7)) {
+  }
+  EXPECT_FALSE(a.HasBlocks());
+  EXPECT_EQ(a.Finish(), OpenSsl(data.data(), 700001));
+  EXPECT_EQ(b.Finish(), OpenSsl(data.data() + 3, 200000));
+}
+
 // Interleaving turned off between starting two messages: the one started
 // without it is hashed whole by its Finish, the other goes on as it was.
 TEST(Sha256Pair, LanesStartedEitherSideOfTurningInterleavingOff) {

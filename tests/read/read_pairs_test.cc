@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Sequential reads verify read-ahead chunks in groups, two at a time
-// (LoadChunkGroup, a lane refilled with the group's next chunk as its own
-// ends): damage to any chunk of a group, in its payload (caught by the
-// paired SHA-256, or by a lone one at the group's end) or its record
-// header (caught before hashing, the lane going on with the next chunk),
-// must stop the read exactly at that chunk with an error naming it, after
-// every byte before it; with pairing on and off.
+// Sequential reads verify read-ahead chunks two at a time (ChunkLoader::
+// LoadRun: a run on a worker takes queued chunks into two lanes, a lane
+// refilled with the queue's next chunk as its own ends): damage to any
+// chunk, in its payload (caught by the paired SHA-256, or by a lone one
+// when the queue is empty) or its record header (caught before hashing,
+// the lane going on with the next chunk), must stop the read exactly at
+// that chunk with an error naming it, after every byte before it; with
+// pairing on and off. A reader dropped while its runs are busy must wait
+// for them (the sanitizer builds see a run that outlives its reader).
 #include "hash/sha256_pair.h"
 #include "test_util.h"
 
@@ -27,7 +29,8 @@ TEST_P(ReadPairsTest, ADamagedChunkStopsTheReadThereWhicheverHalfOfAPairItIs) {
     // 0: the payload; 1: the record header; 2: the payload, and the
     // header of the chunk after it (so the chunk's lane partner changes
     // mid-way, or at a group's end it is hashed alone). Chunk 0 is read
-    // alone; groups of four follow, so chunks 1-6 take every place in one.
+    // alone; the chunks after it are queued eight at a time, so chunks
+    // 1-6 take either lane of either run, first or refilled.
     for (int how : {0, 1, 2}) {
       SCOPED_TRACE("chunk " + std::to_string(damaged) + ", damage " + std::to_string(how));
       testing::TempDir dir;
@@ -82,6 +85,27 @@ TEST_P(ReadPairsTest, WholeObjectsOfOddAndEvenChunkCountsReadBack) {
     EXPECT_EQ(testing::ReadObject(*s, id).value(), data) << size << " bytes, "
                                                           << s->Chunks(id)->size() << " chunks";
   }
+}
+
+TEST_P(ReadPairsTest, AReaderDroppedWhileItReadsAheadLeavesNothingBehind) {
+  testing::TempDir dir;
+  auto s = *Store::Open(dir / "s", SmallChunks());
+  const auto data = RandomBytes(400000, 23);
+  const std::string id = s->PublishBytes(data.data(), data.size())->id;
+  ASSERT_GT(s->Chunks(id)->size(), 20u);
+  for (int round = 0; round < 40; ++round) {
+    auto reader = std::move(*s->OpenReader(id));
+    std::vector<uint8_t> buf(1000 + 997 * static_cast<size_t>(round));
+    for (size_t got = 0; got < buf.size();) {
+      auto n = reader->Read(buf.data() + got, buf.size() - got);
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      ASSERT_GT(*n, 0u);
+      got += *n;
+    }
+    ASSERT_TRUE(std::equal(buf.begin(), buf.end(), data.begin())) << round;
+    // Dropped with read-ahead queued and running.
+  }
+  EXPECT_EQ(testing::ReadObject(*s, id).value(), data);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ReadPairsTest, ::testing::Values(true, false),

@@ -369,32 +369,52 @@ void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b) {
   b.done_ += 64 * both;
 }
 
-void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
-                 const std::function<void(size_t, Sha256Partial&)>& done) {
+void Sha256LanesWhile(const std::function<LaneStart(Sha256Partial&, size_t*, bool)>& next,
+                      const std::function<void(size_t, Sha256Partial&)>& done) {
+  // 64 KiB: a lane alone asks for a partner about every 40 us, a lock
+  // and a look at a queue each time, and waits at most that long for one.
+  constexpr size_t kAloneBlocks = 1024;
   Sha256Partial lane[2];
   size_t at[2] = {0, 0};
   bool busy[2] = {false, false};
-  size_t next = 0;
   auto fill = [&](int l) {
-    busy[l] = false;
-    while (next < n && !busy[l]) {
-      at[l] = next++;
-      busy[l] = start(at[l], lane[l]);
+    for (;;) {
+      const LaneStart s = next(lane[l], &at[l], !busy[1 - l]);
+      if (s == LaneStart::kSettled) continue;
+      busy[l] = s == LaneStart::kStarted;
+      return;
     }
   };
+  auto end = [&](int l) {
+    done(at[l], lane[l]);
+    busy[l] = false;
+    fill(l);
+  };
   fill(0);
-  fill(1);
-  while (busy[0] && busy[1]) {
-    Sha256PairBlocks(lane[0], lane[1]);  // leaves at least one lane out of blocks
-    for (int l = 0; l < 2; ++l) {
-      if (!lane[l].HasBlocks()) {
-        done(at[l], lane[l]);
-        fill(l);
-      }
+  if (busy[0]) fill(1);
+  while (busy[0] || busy[1]) {
+    if (busy[0] && busy[1]) {
+      Sha256PairBlocks(lane[0], lane[1]);  // leaves at least one lane out of blocks
+      for (int l = 0; l < 2; ++l)
+        if (busy[l] && !lane[l].HasBlocks()) end(l);
+      continue;
     }
+    const int l = busy[0] ? 0 : 1;
+    if (lane[l].Advance(kAloneBlocks)) fill(1 - l);
+    else end(l);
   }
-  for (int l = 0; l < 2; ++l)
-    if (busy[l]) done(at[l], lane[l]);
+}
+
+void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
+                 const std::function<void(size_t, Sha256Partial&)>& done) {
+  size_t next = 0;
+  Sha256LanesWhile(
+      [&](Sha256Partial& lane, size_t* k, bool) {
+        if (next >= n) return LaneStart::kNone;
+        *k = next++;
+        return start(*k, lane) ? LaneStart::kStarted : LaneStart::kSettled;
+      },
+      done);
 }
 
 void Sha256Partial::Start(const void* data, size_t n) {
@@ -413,6 +433,17 @@ void Sha256Partial::StartFrom(const ChainState& from, const void* data, size_t n
   p_ = static_cast<const uint8_t*>(data);
   n_ = n - n % 64;
   done_ = 0;
+}
+
+bool Sha256Partial::Advance(size_t blocks) {
+  if (!interleave_) {
+    done_ = n_ - n_ % 64;
+    return false;
+  }
+  const size_t k = std::min(blocks, (n_ - done_) / 64);
+  Sha256Compress(h_, p_ + done_, k);
+  done_ += 64 * k;
+  return HasBlocks();
 }
 
 Digest Sha256Partial::Finish() {

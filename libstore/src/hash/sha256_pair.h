@@ -56,6 +56,11 @@ class Sha256Partial {
   // Whether whole 64-byte blocks of the message are still unhashed (a
   // Sha256Stream can take them along).
   bool HasBlocks() const { return n_ - done_ >= 64; }
+  // Hashes up to `blocks` more whole blocks alone (while no partner has
+  // any) and says whether whole blocks are left. A message started
+  // without interleaving is only marked as out of blocks: its Finish does
+  // all of its work, as after Sha256PairBlocks.
+  bool Advance(size_t blocks);
   // Hashes what is left of the message and returns its digest.
   Digest Finish();
   // Hashes what is left of a stretch begun with StartFrom and returns the
@@ -91,6 +96,20 @@ void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
 // time.
 void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
                  const std::function<void(size_t, Sha256Partial&)>& done);
+
+// What Sha256LanesWhile's next() did for a lane: began a message in it,
+// settled one without hashing (it is asked again), or found none waiting.
+enum class LaneStart { kStarted, kSettled, kNone };
+
+// Sha256Lanes for messages that arrive while it runs (a reader's
+// read-ahead queue). next(lane, &k, last) begins message k in the lane;
+// last says no other lane is busy, so that kNone ends the run (the caller
+// may then stop counting this run as active, under the same lock as its
+// queue). A lane left alone hashes in stretches of 64 KiB and asks next()
+// for its partner between them, so a message that arrives meanwhile is
+// hashed beside it. done(k, lane) is as in Sha256Lanes.
+void Sha256LanesWhile(const std::function<LaneStart(Sha256Partial&, size_t*, bool)>& next,
+                      const std::function<void(size_t, Sha256Partial&)>& done);
 
 // A running SHA-256 (an object's) that can hash other messages (chunks)
 // in the same pass as it takes its own bytes: UpdateAlongside pairs the

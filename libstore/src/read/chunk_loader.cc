@@ -211,70 +211,103 @@ Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const 
 
 void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n, bool disk_ok,
                             const std::function<void(size_t, ChunkCache::Bytes, const ChainState&)>& done) {
-  std::vector<std::shared_ptr<Buffer>> raw(n);
-  // Chunks read from the disk cache: checked by the same SHA-256, but not
-  // written back to it. Chained (unproven) bytes never touch the disk cache.
-  std::vector<char> from_disk(n, 0);
-  DiskChunkCache* disk = links || !disk_ok ? nullptr : disk_.get();
+  size_t next = 0;
+  LoadRun(
+      [&](RunItem* item, bool) {
+        if (next >= n) return false;
+        item->key = next;
+        item->id = ids[next];
+        item->loc = locs[next];
+        item->chained = links != nullptr;
+        if (links) item->link = links[next];
+        ++next;
+        return true;
+      },
+      disk_ok, done);
+}
+
+void ChunkLoader::LoadRun(const std::function<bool(RunItem*, bool)>& next, bool disk_ok,
+                          const std::function<void(size_t, ChunkCache::Bytes, const ChainState&)>& done) {
+  // A lane holds one chunk at a time, so two slots hold every chunk in
+  // hand: the one a lane is filled with is always free.
+  struct Slot {
+    bool used = false;
+    RunItem item;
+    std::shared_ptr<Buffer> raw;
+    bool from_disk = false;  // checked by the same SHA-256, but not written back
+  };
+  Slot slots[2];
   const ChainState none;
-  Sha256Lanes(
-      n,
-      // Reads and checks chunk k just before it is hashed, while its bytes
+  auto settle = [&](Slot& s, ChunkCache::Bytes bytes, const ChainState& z) {
+    s.raw.reset();
+    s.used = false;
+    done(s.item.key, std::move(bytes), z);
+  };
+  Sha256LanesWhile(
+      // Reads and checks a chunk just before it is hashed, while its bytes
       // are still in cache; one that cannot be is settled at once.
-      [&](size_t k, Sha256Partial& lane) {
-        if (locs[k].raw_len > kMaxRecordLength || locs[k].stored_len > kMaxRecordLength) {
-          done(k, nullptr, none);  // Load says what is wrong
-          return false;
+      [&](Sha256Partial& lane, size_t* k, bool last) {
+        const size_t at = slots[0].used ? 1 : 0;
+        Slot& s = slots[at];
+        if (!next(&s.item, last)) return LaneStart::kNone;
+        s.used = true;
+        s.from_disk = false;
+        *k = at;
+        const RunItem& c = s.item;
+        // Chained (unproven) bytes never touch the disk cache.
+        DiskChunkCache* disk = c.chained || !disk_ok ? nullptr : disk_.get();
+        if (c.loc.raw_len > kMaxRecordLength || c.loc.stored_len > kMaxRecordLength) {
+          settle(s, nullptr, none);  // Load says what is wrong
+          return LaneStart::kSettled;
         }
-        if (disk && !cache_.Get(ids[k])) {
-          raw[k] = buffers_.Get(locs[k].raw_len);
-          if (disk->Get(ids[k], locs[k].raw_len, raw[k].get())) {
-            from_disk[k] = 1;
-            lane.Start(raw[k]->data(), raw[k]->size());
-            return true;
+        if (disk && !cache_.Get(c.id)) {
+          s.raw = buffers_.Get(c.loc.raw_len);
+          if (disk->Get(c.id, c.loc.raw_len, s.raw.get())) {
+            s.from_disk = true;
+            lane.Start(s.raw->data(), s.raw->size());
+            return LaneStart::kStarted;
           }
-          raw[k].reset();
+          s.raw.reset();
         }
-        if (links || !cache_.Get(ids[k])) {
-          Result<std::shared_ptr<File>> pack = packs_->ForRead(locs[k].pack_id);
+        if (c.chained || !cache_.Get(c.id)) {
+          Result<std::shared_ptr<File>> pack = packs_->ForRead(c.loc.pack_id);
           if (pack.ok()) {
-            raw[k] = buffers_.Get(locs[k].raw_len);
-            if (CheckRecord(**pack, ids[k], locs[k], false, raw[k].get(), false, packs_->remote()).ok()) {
-              if (!links) {
-                lane.Start(raw[k]->data(), raw[k]->size());
-                return true;
+            s.raw = buffers_.Get(c.loc.raw_len);
+            if (CheckRecord(**pack, c.id, c.loc, false, s.raw.get(), false, packs_->remote()).ok()) {
+              if (!c.chained) {
+                lane.Start(s.raw->data(), s.raw->size());
+                return LaneStart::kStarted;
               }
-              const ChainLink& l = links[k];
-              if (l.from.valid && l.blocks > 0 && uint64_t{l.skip} + 64ull * l.blocks <= raw[k]->size()) {
-                lane.StartFrom(l.from, raw[k]->data() + l.skip, 64ull * l.blocks);
-                return true;
+              const ChainLink& l = c.link;
+              if (l.from.valid && l.blocks > 0 && uint64_t{l.skip} + 64ull * l.blocks <= s.raw->size()) {
+                lane.StartFrom(l.from, s.raw->data() + l.skip, 64ull * l.blocks);
+                return LaneStart::kStarted;
               }
               // No whole block inside: its link is the state it starts from.
-              done(k, std::move(raw[k]), l.blocks == 0 ? l.from : none);
-              return false;
+              settle(s, std::move(s.raw), l.blocks == 0 ? l.from : none);
+              return LaneStart::kSettled;
             }
-            raw[k].reset();
+            s.raw.reset();
           }
         }
-        done(k, nullptr, none);
-        return false;
+        settle(s, nullptr, none);
+        return LaneStart::kSettled;
       },
-      [&](size_t k, Sha256Partial& lane) {
-        ChunkCache::Bytes verified;
-        if (links) {
+      [&](size_t at, Sha256Partial& lane) {
+        Slot& s = slots[at];
+        if (s.item.chained) {
           const ChainState z = lane.FinishChain();
-          verified = std::move(raw[k]);
-          done(k, std::move(verified), z);
+          settle(s, std::move(s.raw), z);
           return;
         }
-        if (lane.Finish() == ids[k]) {
-          verified = std::move(raw[k]);
-          if (disk && !from_disk[k]) disk->Put(ids[k], verified->data(), verified->size());
-        } else if (from_disk[k]) {
-          disk->Drop(ids[k]);  // the caller fetches it again with Load
+        DiskChunkCache* disk = disk_ok ? disk_.get() : nullptr;
+        if (lane.Finish() == s.item.id) {
+          if (disk && !s.from_disk) disk->Put(s.item.id, s.raw->data(), s.raw->size());
+          settle(s, std::move(s.raw), none);
+          return;
         }
-        raw[k].reset();
-        done(k, std::move(verified), none);
+        if (s.from_disk) disk->Drop(s.item.id);  // the caller fetches it again with Load
+        settle(s, nullptr, none);
       });
 }
 
@@ -290,9 +323,11 @@ Result<std::optional<ChunkLocation>> ChunkLoader::Relocate(const Digest& chunk_i
 
 unsigned ChunkLoader::read_ahead_depth() const {
   // Enough chunks in flight to keep every core verifying while the caller
-  // copies out the current one; a task verifies a group of chunks, two at
-  // a time, so each worker holds a group and the next is queued.
-  const unsigned depth = std::max(2u, 3 * threads_);
+  // copies out the current one: a worker verifies two chunks at a time,
+  // and as many again are verified or waiting, so that a worker whose
+  // chunks were short finds more while the caller waits for a long one.
+  // (Three per worker left the cores idle about a tenth of a read.)
+  const unsigned depth = std::max(2u, 4 * threads_);
   return packs_->remote() ? std::max(depth, 16u) : depth;
 }
 

@@ -134,6 +134,22 @@ class ChunkLoader {
   // caller's link checks hold (they must never enter the cache).
   void LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n, bool disk,
                  const std::function<void(size_t, Bytes, const ChainState&)>& done);
+  // One chunk of a LoadRun: key is what done() is called with; chained:
+  // proven by its link (as LoadGroup's links), not its own SHA-256.
+  struct RunItem {
+    size_t key = 0;
+    Digest id;
+    ChunkLocation loc;
+    bool chained = false;
+    ChainLink link;
+  };
+  // LoadGroup for chunks that arrive while it runs (a reader's read-ahead
+  // queue, shared by several workers): next(&item, last) hands out the
+  // next chunk, or returns false when none is waiting; with last, no
+  // other chunk is in hand and false ends the run (Sha256LanesWhile). Each
+  // chunk is settled through done as in LoadGroup.
+  void LoadRun(const std::function<bool(RunItem*, bool)>& next, bool disk,
+               const std::function<void(size_t, Bytes, const ChainState&)>& done);
   // Where a chunk is now (a gc may have moved it since it was looked up;
   // on a bucket, another machine's gc: the log is caught up first).
   // nullopt: no longer stored at all.

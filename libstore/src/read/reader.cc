@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <future>
+#include <mutex>
 #include <optional>
 
 #include "format/manifest.h"
@@ -109,14 +111,16 @@ class ObjectReader final : public Reader {
       off += e.length;
     }
     // Enough chunks in flight to keep every core verifying while the
-    // caller copies out the current one; a task verifies a group of up to
-    // kGroup, two at a time (SubmitGroup), so each worker holds a group
-    // and the next is queued.
+    // caller copies out the current one (ChunkLoader::read_ahead_depth).
     depth_ = loader_->read_ahead_depth();
     ArmProof();
   }
 
-  ~ObjectReader() override { DropAhead(); }
+  ~ObjectReader() override {
+    DropAhead();
+    std::unique_lock<std::mutex> l(run_mu_);
+    run_cv_.wait(l, [&] { return runs_ == 0; });
+  }
 
   const std::string& id() const override { return id_; }
   uint64_t size() const override { return size_; }
@@ -256,42 +260,105 @@ class ObjectReader final : public Reader {
     return l;
   }
 
-  // Queues chunks [i, i + n) as one read-ahead task (ChunkLoader::LoadGroup).
-  // Each chunk's future is set as soon as it is settled; one the group did
-  // not verify goes through Fetch, whose error names what failed and which
-  // looks for a chunk gc has moved.
-  void SubmitGroup(size_t i, size_t n) {
-    auto promises = std::make_shared<std::vector<std::promise<Result<Loaded>>>>(n);
-    for (size_t k = 0; k < n; ++k) ahead_.emplace_back(i + k, (*promises)[k].get_future());
+  // Queues chunk i as a read-ahead task of its own (ChunkLoader::LoadGroup),
+  // for stores whose chunks are not verified in pairs (a bucket's: each
+  // worker waits on its own fetch). Its future is set once it is settled;
+  // one the task did not verify goes through Fetch, whose error names what
+  // failed and which looks for a chunk gc has moved.
+  void SubmitOne(size_t i) {
+    auto promise = std::make_shared<std::promise<Result<Loaded>>>();
+    ahead_.emplace_back(i, promise->get_future());
     const bool chained = chained_, keep = keep_;
-    loader_->ReadAhead().Submit([this, i, n, promises, chained, keep] {
-      if (dropping_.load(std::memory_order_acquire)) {  // nobody will take these
-        for (size_t k = 0; k < n; ++k) (*promises)[k].set_value(Status::NotFound("read-ahead dropped"));
+    loader_->ReadAhead().Submit([this, i, promise, chained, keep] {
+      if (dropping_.load(std::memory_order_acquire)) {  // nobody will take it
+        promise->set_value(Status::NotFound("read-ahead dropped"));
         return 0;
       }
-      internal::Digest ids[kGroup];
-      ChunkLocation locs[kGroup];
-      ChunkLoader::ChainLink links[kGroup];
-      for (size_t k = 0; k < n; ++k) {
-        ids[k] = entries_[i + k].id;
-        locs[k] = locs_[i + k];
-        if (chained) links[k] = LinkOf(i + k);
-      }
-      loader_->LoadGroup(ids, locs, chained ? links : nullptr, n, disk_, [&](size_t k, Bytes b, const ChainState& z) {
-        if (b && keep && !chained) b = loader_->Keep(ids[k], std::move(b));  // proven by its own SHA-256
-        if (b) (*promises)[k].set_value(Loaded{std::move(b), z, !chained});
-        else (*promises)[k].set_value(FetchProven(i + k));
+      const internal::Digest id = entries_[i].id;
+      const ChunkLocation loc = locs_[i];
+      const ChunkLoader::ChainLink link = chained ? LinkOf(i) : ChunkLoader::ChainLink{};
+      loader_->LoadGroup(&id, &loc, chained ? &link : nullptr, 1, disk_, [&](size_t, Bytes b, const ChainState& z) {
+        Settle(Queued{i, chained, keep, promise}, std::move(b), z);
       });
       return 0;
+    });
+  }
+
+  // A chunk queued for the read-ahead runs (Enqueue), with how the read
+  // stood when it was queued.
+  struct Queued {
+    size_t index = 0;
+    bool chained = false;
+    bool keep = false;
+    std::shared_ptr<std::promise<Result<Loaded>>> promise;
+  };
+
+  // Sets a read-ahead chunk's future: its verified bytes, or what Fetch
+  // makes of it when they were not verified.
+  void Settle(const Queued& q, Bytes b, const ChainState& z) {
+    if (b && q.keep && !q.chained) b = loader_->Keep(entries_[q.index].id, std::move(b));  // proven by its own SHA-256
+    if (b) q.promise->set_value(Loaded{std::move(b), z, !q.chained});
+    else q.promise->set_value(FetchProven(q.index));
+  }
+
+  // Queues chunks [i, i + n) for the read-ahead runs, starting runs up to
+  // one per worker. Each run (Run) takes queued chunks in order, two at a
+  // time, until none is waiting; a lane whose partner finished first
+  // takes the next chunk queued, even one queued after the run began, so
+  // chunks are hashed alone only when the queue is empty.
+  void Enqueue(size_t i, size_t n) {
+    std::lock_guard<std::mutex> l(run_mu_);
+    for (size_t k = 0; k < n; ++k) {
+      auto promise = std::make_shared<std::promise<Result<Loaded>>>();
+      ahead_.emplace_back(i + k, promise->get_future());
+      queued_.push_back(Queued{i + k, chained_, keep_, std::move(promise)});
+    }
+    while (runs_ < loader_->read_ahead_workers() && runs_ < queued_.size()) {
+      ++runs_;
+      loader_->ReadAhead().Submit([this] {
+        Run();
+        return 0;
+      });
+    }
+  }
+
+  // One read-ahead run: verifies queued chunks until none is left. Its
+  // end is counted under run_mu_ together with the empty queue, so a
+  // chunk queued just after is never left without a run, and the
+  // destructor waits for it (the run uses this reader until then).
+  void Run() {
+    Queued held[2];  // the chunks in the run's two lanes
+    auto take = [&](ChunkLoader::RunItem* item, bool last) {
+      std::lock_guard<std::mutex> l(run_mu_);
+      if (queued_.empty()) {
+        if (last) {
+          --runs_;
+          run_cv_.notify_all();
+        }
+        return false;
+      }
+      Queued& slot = held[held[0].promise ? 1 : 0];
+      slot = std::move(queued_.front());
+      queued_.pop_front();
+      item->key = slot.index;
+      item->id = entries_[slot.index].id;
+      item->loc = locs_[slot.index];
+      item->chained = slot.chained;
+      if (slot.chained) item->link = LinkOf(slot.index);
+      return true;
+    };
+    loader_->LoadRun(take, disk_, [&](size_t index, Bytes b, const ChainState& z) {
+      Queued q = std::move(held[held[0].promise && held[0].index == index ? 0 : 1]);
+      Settle(q, std::move(b), z);
     });
   }
 
   // Sequential reads verify the next chunks on other threads while the
   // caller consumes this one; bytes are still handed out in order, and
   // only after their chunk has been verified. Where Sha256Pair
-  // interleaves (and the packs are local), each task verifies a group of
-  // up to kGroup chunks, and the queue refills a group at a time (between
-  // depth_ and depth_ + kGroup - 1 chunks ahead).
+  // interleaves (and the packs are local), the chunks go to a queue that
+  // runs on the workers take two at a time (Enqueue); elsewhere each is a
+  // task of its own. Either way depth_ chunks are kept ahead.
   Result<Loaded> FetchSequential(size_t i) {
     // Past everything read ahead (a seek forward): none of it is wanted,
     // and waiting for each would cost their reads (a bucket's GETs).
@@ -322,11 +389,11 @@ class ObjectReader final : public Reader {
         loader_->remote() ? std::min<size_t>(depth_, ramp_ == 0 ? 0 : (size_t{1} << (ramp_ - 1)) - 1) : depth_;
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
     const size_t end = std::min(ahead_end_, entries_.size());
-    const size_t group = loader_->group_reads() ? kGroup : 1;
-    while (ahead_.size() < depth && next < end) {
-      const size_t n = std::min(group, end - next);
-      SubmitGroup(next, n);
-      next += n;
+    if (loader_->group_reads()) {
+      const size_t n = std::min(depth - std::min(depth, ahead_.size()), end - std::min(end, next));
+      if (n > 0) Enqueue(next, n);
+    } else {
+      for (; ahead_.size() < depth && next < end; ++next) SubmitOne(next);
     }
     return r;
   }
@@ -336,6 +403,11 @@ class ObjectReader final : public Reader {
   // do not wait when destroyed).
   void DropAhead() {
     if (ahead_.empty()) return;
+    {
+      std::lock_guard<std::mutex> l(run_mu_);
+      for (Queued& q : queued_) q.promise->set_value(Status::NotFound("read-ahead dropped"));
+      queued_.clear();
+    }
     dropping_.store(true, std::memory_order_release);
     for (auto& f : ahead_) f.second.wait();
     ahead_.clear();
@@ -564,9 +636,6 @@ class ObjectReader final : public Reader {
   bool final_done_ = false;  // the digest was checked at the chunk before the last
   bool id_proven_ = false;   // a whole read in order proved the id (IdProven)
   bool keep_ = false;        // sequential reads keep what they check (KeepInCache)
-  // Chunks per read-ahead task where they are verified in pairs: the
-  // lanes are refilled within a group, so only a group's end runs alone.
-  static constexpr size_t kGroup = 4;
   unsigned depth_ = 1;
   size_t next_in_order_ = SIZE_MAX;  // the chunk FetchSequential takes next when the read goes on in order
   unsigned ramp_ = 0;                // chunks taken in order since the last jump, at most 16
@@ -574,6 +643,12 @@ class ObjectReader final : public Reader {
   std::deque<std::pair<size_t, std::future<Result<Loaded>>>> ahead_;
   // Set while DropAhead waits: queued read-ahead tasks then do nothing.
   std::atomic<bool> dropping_{false};
+  // Chunks queued for read-ahead runs not yet taken by one (Enqueue), and
+  // the runs begun and not yet ended.
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  std::deque<Queued> queued_;
+  size_t runs_ = 0;
 };
 
 }  // namespace
