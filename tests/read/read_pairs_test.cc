@@ -8,6 +8,9 @@
 // that chunk with an error naming it, after every byte before it; with
 // pairing on and off. A reader dropped while its runs are busy must wait
 // for them (the sanitizer builds see a run that outlives its reader).
+#include <atomic>
+#include <thread>
+
 #include "hash/sha256_pair.h"
 #include "test_util.h"
 
@@ -106,6 +109,45 @@ TEST_P(ReadPairsTest, AReaderDroppedWhileItReadsAheadLeavesNothingBehind) {
     // Dropped with read-ahead queued and running.
   }
   EXPECT_EQ(testing::ReadObject(*s, id).value(), data);
+}
+
+// A read bound by verifying keeps its reader's read-ahead queue full, so
+// its run on the store's one worker would never end; it makes way after a
+// few chunks (ObjectReader::Run), and a second reader's read goes on in
+// the meantime instead of waiting for the first read's end.
+TEST_P(ReadPairsTest, AReadBoundByVerifyingLeavesTheWorkersToOtherReadersInTurn) {
+  testing::TempDir dir;
+  // Chunks long enough that hashing one takes longer than the reading
+  // thread's turn around its loop: the queue stays full.
+  Options o;
+  o.chunking.min_size = 16384;
+  o.chunking.avg_size = 65536;
+  o.chunking.max_size = 262144;
+  o.threads = 1;
+  auto s = *Store::Open(dir / "s", o);
+  const auto big = RandomBytes(32 << 20, 24), small = RandomBytes(600000, 25);
+  const std::string big_id = s->PublishBytes(big.data(), big.size())->id;
+  const std::string small_id = s->PublishBytes(small.data(), small.size())->id;
+  std::atomic<uint64_t> big_read{0};
+  Status big_status;
+  std::thread reading([&] {
+    auto r = std::move(*s->OpenReader(big_id));
+    std::vector<uint8_t> buf(16384);
+    for (;;) {
+      auto n = r->Read(buf.data(), buf.size());
+      if (!n.ok()) big_status = n.status();
+      if (!n.ok() || *n == 0) return;
+      big_read += *n;
+    }
+  });
+  while (big_read.load() < (1u << 20)) std::this_thread::yield();
+  EXPECT_EQ(testing::ReadObject(*s, small_id).value(), small);
+  const uint64_t when_small_was_read = big_read.load();
+  reading.join();
+  EXPECT_TRUE(big_status.ok()) << big_status.ToString();
+  EXPECT_EQ(big_read.load(), big.size());
+  ASSERT_GT(s->Chunks(small_id)->size(), 4u);
+  EXPECT_LT(when_small_was_read, big.size() / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ReadPairsTest, ::testing::Values(true, false),

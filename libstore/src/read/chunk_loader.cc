@@ -327,8 +327,8 @@ unsigned ChunkLoader::read_ahead_depth() const {
   // and as many again are verified or waiting, so that a worker whose
   // chunks were short finds more while the caller waits for a long one.
   // (Three per worker left the cores idle about a tenth of a read.)
-  const unsigned depth = std::max(2u, 4 * threads_);
-  return packs_->remote() ? std::max(depth, 16u) : depth;
+  // From a bucket, at least sixteen fetches wait on the network at once.
+  return packs_->remote() ? std::max(3 * threads_, 16u) : std::max(2u, 4 * threads_);
 }
 
 unsigned ChunkLoader::read_ahead_workers() const { return packs_->remote() ? read_ahead_depth() : threads_; }

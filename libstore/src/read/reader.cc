@@ -313,30 +313,44 @@ class ObjectReader final : public Reader {
       ahead_.emplace_back(i + k, promise->get_future());
       queued_.push_back(Queued{i + k, chained_, keep_, std::move(promise)});
     }
-    while (runs_ < loader_->read_ahead_workers() && runs_ < queued_.size()) {
-      ++runs_;
-      loader_->ReadAhead().Submit([this] {
-        Run();
-        return 0;
-      });
-    }
+    while (runs_ < loader_->read_ahead_workers() && runs_ < queued_.size()) StartRun();
   }
 
-  // One read-ahead run: verifies queued chunks until none is left. Its
-  // end is counted under run_mu_ together with the empty queue, so a
-  // chunk queued just after is never left without a run, and the
-  // destructor waits for it (the run uses this reader until then).
+  // Counts and submits one more run. Under run_mu_.
+  void StartRun() {
+    ++runs_;
+    loader_->ReadAhead().Submit([this] {
+      Run();
+      return 0;
+    });
+  }
+
+  // One read-ahead run: verifies queued chunks until none is left, or
+  // until it has taken kRunChunks; then a new run at the back of the
+  // pool's queue takes the rest, so that a reader whose queue never
+  // empties (a read bound by verifying) leaves the workers to other
+  // readers of the store in turn. A run's end is counted under run_mu_
+  // together with the queue it saw, so a chunk queued just after is never
+  // left without a run, and the destructor waits for it (the run uses
+  // this reader until then).
   void Run() {
     Queued held[2];  // the chunks in the run's two lanes
+    size_t taken = 0;
+    bool handed_over = false;
     auto take = [&](ChunkLoader::RunItem* item, bool last) {
       std::lock_guard<std::mutex> l(run_mu_);
-      if (queued_.empty()) {
+      if (queued_.empty() || taken == kRunChunks) {
+        if (!queued_.empty() && !handed_over) {
+          handed_over = true;
+          StartRun();
+        }
         if (last) {
           --runs_;
           run_cv_.notify_all();
         }
         return false;
       }
+      ++taken;
       Queued& slot = held[held[0].promise ? 1 : 0];
       slot = std::move(queued_.front());
       queued_.pop_front();
@@ -637,6 +651,9 @@ class ObjectReader final : public Reader {
   bool id_proven_ = false;   // a whole read in order proved the id (IdProven)
   bool keep_ = false;        // sequential reads keep what they check (KeepInCache)
   unsigned depth_ = 1;
+  // Chunks a read-ahead run takes before it makes way (Run); the end of
+  // its last chunk is hashed alone.
+  static constexpr size_t kRunChunks = 16;
   size_t next_in_order_ = SIZE_MAX;  // the chunk FetchSequential takes next when the read goes on in order
   unsigned ramp_ = 0;                // chunks taken in order since the last jump, at most 16
   size_t ahead_end_ = SIZE_MAX;  // chunks at or past this index are not read ahead
