@@ -4,7 +4,8 @@
 # command a fresh process timed whole, as scripts/compare-peers.sh times
 # them: `publish` of a file into a fresh store (durable), `publish` of a
 # copy with one byte changed into a store holding the file (re-ingest),
-# and `cat REF > FILE` (restore, after recycling page-cache pages). What
+# `cat REF > FILE` (restore, after recycling page-cache pages), and
+# `cat REF > /dev/null` (cat-null: a verified read, nothing written). What
 # a fresh process pays (start-up, faulting in buffers) shows here and not
 # in ab.sh, whose benchmark binary runs every operation in one warm
 # process. Sides take turns, round after round; prints median and min-max

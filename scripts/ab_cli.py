@@ -34,7 +34,8 @@ def main():
     args = ap.parse_args()
     big = make_payload(args.work, args.size_mib, "chunkstore")
     sides = {"base": os.path.abspath(args.base), "new": os.path.abspath(args.new)}
-    times = {side: {"publish": [], "reingest": [], "restore": []} for side in sides}
+    ops = ("publish", "reingest", "restore", "cat-null")
+    times = {side: {op: [] for op in ops} for side in sides}
     stores = {}
     for side, exe in sides.items():
         stores[side] = os.path.join(args.work, "store-" + side)
@@ -59,10 +60,12 @@ def main():
             times[side]["restore"].append(
                 timed(["sh", "-c", f'"{exe}" --store "{stores[side]}" cat {stores[side + "-ref"]} > "{target}"']))
             os.unlink(target)
+            times[side]["cat-null"].append(
+                timed([exe, "--store", stores[side], "cat", stores[side + "-ref"]]))  # stdout is /dev/null
     print(f"base {args.base_label} vs working tree, {args.rounds} alternating rounds, {args.size_mib} MiB; "
           f"whole-process ms (median, min-max)")
     print(f"{'command':10} {'base':>26} {'new':>26} {'speed-up':>9}")
-    for op in ("publish", "reingest", "restore"):
+    for op in ops:
         a, b = [x * 1e3 for x in times["base"][op]], [x * 1e3 for x in times["new"][op]]
         ma, mb = statistics.median(a), statistics.median(b)
         print(f"{op:10} {f'{ma:.1f} ({min(a):.1f}-{max(a):.1f})':>26} {f'{mb:.1f} ({min(b):.1f}-{max(b):.1f})':>26} "
