@@ -13,8 +13,8 @@ into a new file (how fast the disk takes those bytes durably) and `dd` of
 the payload into a new file without a sync, after the same page recycling
 as the restore (the kernel's cost of filling the page cache, which
 `cat > FILE` also pays). A third reference is SHA-256 of data in memory on
-every core at once (`openssl speed -multi N`), as the time the payload's
-bytes take: the ceiling of a read that verifies every byte. From the CPU times comes a floor for
+every core at once (`openssl speed -multi N`, one message at a time per
+core), as the time the payload's bytes take. From the CPU times comes a floor for
 `cat > FILE`: a verified read's CPU time plus the page-cache fill's, spread
 without loss over every core.
 A command's fixed cost (start-up and exit) is measured apart: `--version`
@@ -81,8 +81,9 @@ def measure(exe, work, size_mib, rounds):
     def hash_ceiling():
         """SHA-256 of data in memory on every core at once (`openssl speed
         -multi N`, 1 MiB blocks): how long hashing the payload's bytes
-        takes when hashing is all there is, the ceiling of a read that
-        verifies every byte. (H itself is slower: `openssl dgst` also
+        takes when hashing is all there is, one message at a time per core
+        (this store's reads hash two at a time, which can beat it; H
+        itself is slower: `openssl dgst` also
         reads the file, in small pieces.) Returned as (time for the
         payload's bytes, no RSS, CPU = that time on every core)."""
         n = os.cpu_count()
