@@ -216,7 +216,8 @@ class ObjectReader final : public Reader {
   // keep: whether the verified chunk goes into the store's cache. Streaming
   // reads would only evict what random reads come back for, so they skip it.
   Result<Bytes> Fetch(size_t i, bool keep = true) {
-    Result<Bytes> r = loader_->Load(id_, entries_[i].id, locs_[i], keep, disk_);
+    const ChunkLocation was = LocOf(i);
+    Result<Bytes> r = loader_->Load(id_, entries_[i].id, was, keep, disk_);
     if (r.ok() || !r.status().IsCorruption()) return r;
     // A gc may have moved the chunk to another pack since this reader
     // looked it up; only a failure at the chunk's current home counts.
@@ -226,9 +227,21 @@ class ObjectReader final : public Reader {
       return Status::NotFound("object " + id_ + ": chunk " + entries_[i].id.Hex() +
                               " is no longer stored (the object was removed and collected while "
                               "being read)");
-    if ((*now)->pack_id == locs_[i].pack_id && (*now)->offset == locs_[i].offset) return r;
-    locs_[i] = **now;
-    return loader_->Load(id_, entries_[i].id, locs_[i], keep, disk_);
+    if ((*now)->pack_id == was.pack_id && (*now)->offset == was.offset) return r;
+    {
+      std::lock_guard<std::mutex> l(locs_mu_);
+      locs_[i] = **now;
+    }
+    return loader_->Load(id_, entries_[i].id, **now, keep, disk_);
+  }
+
+  // Where chunk i is: as looked up at open, or where Fetch last found it
+  // after a gc moved it. Fetch runs on read-ahead workers too (for a chunk
+  // they could not verify), so a move may be recorded while the reader's
+  // thread, or another worker, looks.
+  ChunkLocation LocOf(size_t i) const {
+    std::lock_guard<std::mutex> l(locs_mu_);
+    return locs_[i];
   }
 
   Result<Loaded> FetchProven(size_t i) {
@@ -243,7 +256,8 @@ class ObjectReader final : public Reader {
     if (!chained_) return FetchProven(i);
     std::optional<Result<Loaded>> got;
     const ChunkLoader::ChainLink link = LinkOf(i);
-    loader_->LoadGroup(&entries_[i].id, &locs_[i], &link, 1, disk_, [&](size_t, Bytes b, const ChainState& z) {
+    const ChunkLocation loc = LocOf(i);
+    loader_->LoadGroup(&entries_[i].id, &loc, &link, 1, disk_, [&](size_t, Bytes b, const ChainState& z) {
       if (b) got.emplace(Loaded{std::move(b), z, false});
     });
     if (got) return std::move(*got);
@@ -275,7 +289,7 @@ class ObjectReader final : public Reader {
         return 0;
       }
       const internal::Digest id = entries_[i].id;
-      const ChunkLocation loc = locs_[i];
+      const ChunkLocation loc = LocOf(i);
       const ChunkLoader::ChainLink link = chained ? LinkOf(i) : ChunkLoader::ChainLink{};
       loader_->LoadGroup(&id, &loc, chained ? &link : nullptr, 1, disk_, [&](size_t, Bytes b, const ChainState& z) {
         Settle(Queued{i, chained, keep, promise}, std::move(b), z);
@@ -356,7 +370,7 @@ class ObjectReader final : public Reader {
       queued_.pop_front();
       item->key = slot.index;
       item->id = entries_[slot.index].id;
-      item->loc = locs_[slot.index];
+      item->loc = LocOf(slot.index);
       item->chained = slot.chained;
       if (slot.chained) item->link = LinkOf(slot.index);
       return true;
@@ -631,7 +645,8 @@ class ObjectReader final : public Reader {
   uint64_t size_;
   std::vector<ManifestEntry> entries_;
   std::vector<ChainState> chain_;  // one per entry, or none (version 1)
-  std::vector<ChunkLocation> locs_;
+  std::vector<ChunkLocation> locs_;  // LocOf; written under locs_mu_
+  mutable std::mutex locs_mu_;
   std::vector<uint64_t> starts_;
   uint64_t pos_ = 0;
   Bytes cur_;
