@@ -8,8 +8,10 @@ writes with and without the token, copies to a served store (only what
 it lacks; forged pushes refused), the store opened from another
 process as an http:// store (ls, cat, restore, verify, copy; writes
 refused; new publishes seen), the S3 answers under /blobs to crafted
-requests, and a damaged pack that must end a transfer short rather than
-deliver other bytes, and that an http:// reader reports by object.
+requests, a damaged pack that must end a transfer short rather than
+deliver other bytes, and that an http:// reader reports by object, and a
+crafted index whose chunk list is another object's: a whole GET must not
+come from the cache path before a read has proven the id.
 Usage: serve_test.py CHUNKSTORE [SOAK_SECONDS]"""
 import base64
 import email.parser
@@ -19,6 +21,7 @@ import os
 import random
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -138,6 +141,46 @@ def run(store, *args, cache=None, stdin=None):
     if cache:
         env["XDG_CACHE_HOME"] = cache
     return subprocess.run([EXE, "--store", store] + list(args), input=stdin, capture_output=True, env=env)
+
+
+def xxh64(data, seed=0):
+    """XXH64 (what a manifest's check is made of, docs/format.md), to craft
+    index rows."""
+    p1, p2, p3, p4, p5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
+                          0x27D4EB2F165667C5)
+    m = (1 << 64) - 1
+
+    def rotl(x, r):
+        return ((x << r) | (x >> (64 - r))) & m
+
+    def rnd(acc, lane):
+        return (rotl((acc + lane * p2) & m, 31) * p1) & m
+
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + p1 + p2) & m, (seed + p2) & m, seed, (seed - p1) & m]
+        while i + 32 <= n:
+            for k in range(4):
+                v[k] = rnd(v[k], int.from_bytes(data[i + 8 * k:i + 8 * k + 8], "little"))
+            i += 32
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & m
+        for k in range(4):
+            h = ((h ^ rnd(0, v[k])) * p1 + p4) & m
+    else:
+        h = (seed + p5) & m
+    h = (h + n) & m
+    while i + 8 <= n:
+        h = (rotl(h ^ rnd(0, int.from_bytes(data[i:i + 8], "little")), 27) * p1 + p4) & m
+        i += 8
+    if i + 4 <= n:
+        h = (rotl(h ^ (int.from_bytes(data[i:i + 4], "little") * p1 & m), 23) * p2 + p3) & m
+        i += 4
+    while i < n:
+        h = (rotl(h ^ (data[i] * p5 & m), 11) * p1) & m
+        i += 1
+    h = ((h ^ (h >> 33)) * p2) & m
+    h = ((h ^ (h >> 29)) * p3) & m
+    return h ^ (h >> 32)
 
 
 def curl(*args):
@@ -524,6 +567,46 @@ def main():
         check(r.returncode != 0 and len(r.stdout) < len(big) and big[:len(r.stdout)] == r.stdout,
               "cat over http stops before damaged bytes")
         check(big_id.encode() in r.stderr and b"chunk" in r.stderr, f"and names the object and chunk: {r.stderr!r}")
+    finally:
+        srv.stop()
+
+    # A crafted index: object a's row lists the chunks of b, which differs
+    # from a only in its first byte (so the chunks have the lengths a's
+    # have), with b's chain states and a check made for a. Each chunk is
+    # intact, so only the whole read's proof of a's id can catch it: a
+    # whole GET must end short, never send b's bytes complete as a's
+    # (a pooled reader that has not proven its id must not serve a whole
+    # GET through the cache path, which checks chunks one by one).
+    forged = os.path.join(work, "crafted-index")
+    a = rng.randbytes(3 << 20)
+    b = bytes([a[0] ^ 1]) + a[1:]
+    for name, data in (("a", a), ("b", b)):
+        cs(forged, "-q", "publish", "--name", name, "-", stdin=data)
+    a_id, b_id = (hashlib.sha256(x).digest() for x in (a, b))
+    db = sqlite3.connect(os.path.join(forged, "index.db"))
+    with db:
+        (listed,) = db.execute("SELECT manifest FROM objects WHERE id = ?", (b_id,)).fetchone()
+        body = listed[:-8]
+        tail = xxh64(a_id + len(a).to_bytes(8, "little") + body).to_bytes(8, "little")
+        db.execute("UPDATE objects SET manifest = ? WHERE id = ?", (body + tail, a_id))
+    db.close()
+    r = run(forged, "cat", "sha256:" + b_id.hex())
+    check(r.returncode == 0 and r.stdout == b, "b itself still reads")
+    # The row passes its check: a range read, which proves no id, gets
+    # the chunks it names.
+    r = run(forged, "cat", "--length", "10", "sha256:" + a_id.hex())
+    check(r.returncode == 0 and r.stdout == b[:10], f"the crafted row is taken: {r.returncode} {r.stderr!r}")
+    srv = Server(forged)
+    try:
+        for i in range(2):
+            try:
+                with urllib.request.urlopen(f"{srv.url}/objects/sha256:{a_id.hex()}", timeout=30) as resp:
+                    got = resp.read()
+                check(False, f"whole GET {i + 1} of an object whose chunk list is another's ends short "
+                              f"(got {len(got)} bytes, {'b' if got == b else 'other'})")
+            except Exception:
+                pass
+            time.sleep(0.3)  # the reader goes back to the pool
     finally:
         srv.stop()
     shutil.rmtree(work, ignore_errors=True)
