@@ -106,6 +106,30 @@ TEST(TreeFormat, RoundTripsAndListsRefs) {
   EXPECT_TRUE(internal::TreeRefs(*internal::DecodeTree(*e)).empty());
 }
 
+// The smallest entries are symlinks with a one-byte name and target (15
+// bytes, less than a directory entry's 36): a tree of only those decodes,
+// and one byte short of them does not.
+TEST(TreeFormat, ATreeOfTheSmallestEntriesDecodes) {
+  TreeData t;
+  t.mode = 0755;
+  for (char c = 'a'; c <= 'z'; ++c) {
+    TreeNode l;
+    l.type = EntryType::kSymlink;
+    l.name = std::string(1, c);
+    l.target = "t";
+    t.entries.push_back(l);
+  }
+  auto bytes = internal::EncodeTree(t);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(bytes->size(), 8 + 4 + 8 + 4 + 26 * 15u);
+  auto back = internal::DecodeTree(*bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->entries.size(), 26u);
+  EXPECT_EQ(back->entries[25].name, "z");
+  EXPECT_EQ(back->entries[25].target, "t");
+  EXPECT_TRUE(internal::DecodeTree(bytes->substr(0, bytes->size() - 1)).status().IsCorruption());
+}
+
 TEST(TreeFormat, TheEncoderRefusesWhatTheDecoderWould) {
   for (const std::string& bad : {std::string(), std::string("."), std::string(".."), std::string("a/b"),
                                  std::string("nul\0x", 5), std::string(256, 'n')}) {

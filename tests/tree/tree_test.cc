@@ -101,6 +101,28 @@ TEST_F(TreeTest, ARestoreIsTheDirectoryThatWasPublished) {
   EXPECT_EQ(restored->id, t->id);
 }
 
+// A directory of symlinks with short names and targets (as in
+// /usr/include/x86_64-linux-gnu): each entry takes fewer bytes than a
+// directory entry does, and the tree must still read back.
+TEST_F(TreeTest, ADirectoryOfShortSymlinksRestores) {
+  fs::create_directories(src_ + "/links");
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = {static_cast<char>('a' + i / 26 % 26), static_cast<char>('a' + i % 26),
+                              static_cast<char>('0' + i / 676)};
+    fs::create_symlink(i % 2 ? "x" : "../y", src_ + "/links/" + name);
+  }
+  auto t = store_->PublishTree(src_, "links");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->symlinks, 300u);
+  auto r = store_->Restore("links", dir_ / "out");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->symlinks_written, 300u);
+  EXPECT_EQ(Listing(dir_ / "out"), Listing(src_));
+  auto v = store_->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_FALSE(v->corrupt()) << v->problems.size() << " problems, the first " << v->problems[0].kind;
+}
+
 TEST_F(TreeTest, TreesListWalkAndResolvePaths) {
   Populate();
   auto t = store_->PublishTree(src_, "site");

@@ -12,9 +12,10 @@ namespace chunkstore::internal {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'K', 'T', 'R', 'E', 'E', '1', '\n'};
-// The smallest encoded entry: type, name length and a one-byte name, then
-// a directory's id.
-constexpr size_t kMinEntry = 1 + 2 + 1 + 32;
+// The smallest encoded entry, a symlink's: type, name length, a one-byte
+// name, mtime, target length and a one-byte target (a directory's takes
+// 36 bytes, a file's 56). It bounds the entry count a tree's size allows.
+constexpr size_t kMinEntry = 1 + 2 + 1 + 8 + 2 + 1;
 
 void PutLe(std::string& s, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
