@@ -101,9 +101,10 @@ TEST_F(TreeTest, ARestoreIsTheDirectoryThatWasPublished) {
   EXPECT_EQ(restored->id, t->id);
 }
 
-// A directory of symlinks with short names and targets (as in
-// /usr/include/x86_64-linux-gnu): each entry takes fewer bytes than a
-// directory entry does, and the tree must still read back.
+// A directory of symlinks with short names and targets (as Debian's
+// /usr/include/ncursesw: twenty links like curses.h -> ../curses.h): each
+// entry takes fewer bytes than a directory entry does, and the tree must
+// still read back.
 TEST_F(TreeTest, ADirectoryOfShortSymlinksRestores) {
   fs::create_directories(src_ + "/links");
   for (int i = 0; i < 300; ++i) {
