@@ -152,7 +152,10 @@ Result<TreeData> DecodeTree(std::string_view bytes) {
   if (!in.ok()) return Status::Corruption("tree is truncated in its header");
   if (t.mode & ~kModeBits) return Status::Corruption("tree's own mode holds more than permission bits");
   if (count > in.left() / kMinEntry) return Status::Corruption("tree claims more entries than its bytes hold");
-  t.entries.reserve(count);
+  // A crafted count that the bytes could hold (all of them short links)
+  // reserves no more than a first share; the vector grows with what
+  // decodes.
+  t.entries.reserve(std::min<uint64_t>(count, 65536));
   for (uint64_t i = 0; i < count; ++i) {
     TreeNode e;
     const uint8_t type = static_cast<uint8_t>(in.Le(1));
