@@ -610,7 +610,10 @@ def main():
             check(status == 200 and short and len(got) < len(a),
                   f"whole GET {i + 1} of an object whose chunk list is another's starts (200) and ends short: "
                   f"{status}, {len(got)} bytes{', all of b' if got == b else ''}")
-            time.sleep(0.3)  # the reader goes back to the pool
+            time.sleep(0.3)
+        time.sleep(0.2)
+        check(any("stopped sending" in line and a_id.hex() in line and "does not match its id" in line
+                  for line in srv.log), f"the server says why it stopped: {''.join(srv.log)!r}")
     finally:
         srv.stop()
     shutil.rmtree(work, ignore_errors=True)
