@@ -87,12 +87,14 @@ TEST_P(ChainTest, LanesStartedFromAStateReachTheStreamsStates) {
   std::vector<uint64_t> starts;
   for (size_t at = 0, i = 0; i < lengths.size(); at += lengths[i++]) starts.push_back(at);
   std::vector<ChainState> z(lengths.size());
-  Sha256Lanes(
-      lengths.size(),
-      [&](size_t k, Sha256Partial& lane) {
-        const uint64_t from = BlockCeil(starts[k]), to = BlockFloor(starts[k] + lengths[k]);
-        lane.StartFrom(chain[k], data.data() + from, to - from);
-        return true;
+  size_t next = 0;
+  Sha256LanesWhile(
+      [&](Sha256Partial& lane, size_t* k, bool) {
+        if (next == lengths.size()) return LaneStart::kNone;
+        *k = next++;
+        const uint64_t from = BlockCeil(starts[*k]), to = BlockFloor(starts[*k] + lengths[*k]);
+        lane.StartFrom(chain[*k], data.data() + from, to - from);
+        return LaneStart::kStarted;
       },
       [&](size_t k, Sha256Partial& lane) { z[k] = lane.FinishChain(); });
   for (size_t k = 0; k + 1 < lengths.size(); ++k) {

@@ -191,7 +191,7 @@ TEST_P(Sha256PairTest, StreamTakingOtherMessagesAlong) {
 }
 
 // A run of messages of assorted lengths, some skipped, through
-// Sha256Lanes (the way reads verify a group of chunks): every message
+// Sha256LanesWhile (the way reads verify chunks): every message
 // begun must be finished once, with OpenSSL's digest.
 TEST_P(Sha256PairTest, RunOfMessagesThroughTwoRefilledLanes) {
   const auto data = chunkstore::testing::RandomBytes(3 << 20, 16);
@@ -203,12 +203,14 @@ TEST_P(Sha256PairTest, RunOfMessagesThroughTwoRefilledLanes) {
     messages.emplace_back(rng() % (data.size() - n), n);
   }
   std::vector<int> finished(messages.size(), 0);
-  Sha256Lanes(
-      messages.size(),
-      [&](size_t k, Sha256Partial& lane) {
-        if (k % 7 == 3) return false;  // skipped: never finished
-        lane.Start(data.data() + messages[k].first, messages[k].second);
-        return true;
+  size_t next = 0;
+  Sha256LanesWhile(
+      [&](Sha256Partial& lane, size_t* k, bool) {
+        if (next == messages.size()) return LaneStart::kNone;
+        *k = next++;
+        if (*k % 7 == 3) return LaneStart::kSettled;  // skipped: never finished
+        lane.Start(data.data() + messages[*k].first, messages[*k].second);
+        return LaneStart::kStarted;
       },
       [&](size_t k, Sha256Partial& lane) {
         ++finished[k];

@@ -405,18 +405,6 @@ void Sha256LanesWhile(const std::function<LaneStart(Sha256Partial&, size_t*, boo
   }
 }
 
-void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
-                 const std::function<void(size_t, Sha256Partial&)>& done) {
-  size_t next = 0;
-  Sha256LanesWhile(
-      [&](Sha256Partial& lane, size_t* k, bool) {
-        if (next >= n) return LaneStart::kNone;
-        *k = next++;
-        return start(*k, lane) ? LaneStart::kStarted : LaneStart::kSettled;
-      },
-      done);
-}
-
 void Sha256Partial::Start(const void* data, size_t n) {
   interleave_ = Sha256PairInterleaves();
   chain_ = false;

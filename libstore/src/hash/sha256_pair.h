@@ -7,7 +7,7 @@
 // gaps: per core, 1.2-1.3x the bytes per second of one message at a time
 // on the Intel x86-64 cores this project has been measured on, and 1.9x on
 // an AMD EPYC. The ingest pipeline and sequential reads hash chunks two at
-// a time this way (Sha256Pair, or Sha256Lanes for runs of messages),
+// a time this way (Sha256Pair, or Sha256LanesWhile for runs of messages),
 // and Sha256Stream pairs an object's running hash with a chunk's.
 //
 // Where the CPU has no SHA extensions, or the build is not for x86-64, the
@@ -86,28 +86,21 @@ class Sha256Partial {
 // all of its work (and its partner is left as it was).
 void Sha256PairBlocks(Sha256Partial& a, Sha256Partial& b);
 
-// Hashes a run of messages 0 .. n-1 through two lanes (Sha256PairBlocks),
-// each lane starting the run's next message as soon as its own is done,
-// so only the end of the last one runs alone. start(k, lane) begins
-// message k in the lane (lane.Start or lane.StartFrom) and returns true,
-// or returns false to skip it; done(k, lane) follows for every message
-// begun, in the order they finish, and ends it (lane.Finish or
-// lane.FinishChain). Both are called on the calling thread, one at a
-// time.
-void Sha256Lanes(size_t n, const std::function<bool(size_t, Sha256Partial&)>& start,
-                 const std::function<void(size_t, Sha256Partial&)>& done);
-
 // What Sha256LanesWhile's next() did for a lane: began a message in it,
 // settled one without hashing (it is asked again), or found none waiting.
 enum class LaneStart { kStarted, kSettled, kNone };
 
-// Sha256Lanes for messages that arrive while it runs (a reader's
-// read-ahead queue). next(lane, &k, last) begins message k in the lane;
+// Hashes messages through two lanes (Sha256PairBlocks), each lane
+// starting the next message as soon as its own is done, as they arrive
+// (a reader's read-ahead queue). next(lane, &k, last) begins message k in
+// the lane (lane.Start or lane.StartFrom);
 // last says no other lane is busy, so that kNone ends the run (the caller
 // may then stop counting this run as active, under the same lock as its
 // queue). A lane left alone hashes in stretches of 64 KiB and asks next()
 // for its partner between them, so a message that arrives meanwhile is
-// hashed beside it. done(k, lane) is as in Sha256Lanes.
+// hashed beside it. done(k, lane) follows for every message begun, in
+// the order they finish, and ends it (lane.Finish or lane.FinishChain).
+// Both are called on the calling thread, one at a time.
 void Sha256LanesWhile(const std::function<LaneStart(Sha256Partial&, size_t*, bool)>& next,
                       const std::function<void(size_t, Sha256Partial&)>& done);
 

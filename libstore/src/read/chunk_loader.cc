@@ -209,21 +209,20 @@ Result<ChunkCache::Bytes> ChunkLoader::Load(const std::string& object_id, const 
   return keep ? cache_.Put(id, std::move(bytes)) : bytes;
 }
 
-void ChunkLoader::LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n, bool disk_ok,
-                            const std::function<void(size_t, ChunkCache::Bytes, const ChainState&)>& done) {
-  size_t next = 0;
+void ChunkLoader::LoadOne(const Digest& id, const ChunkLocation& loc, const ChainLink* link, bool disk_ok,
+                          const std::function<void(ChunkCache::Bytes, const ChainState&)>& done) {
+  bool given = false;
   LoadRun(
       [&](RunItem* item, bool) {
-        if (next >= n) return false;
-        item->key = next;
-        item->id = ids[next];
-        item->loc = locs[next];
-        item->chained = links != nullptr;
-        if (links) item->link = links[next];
-        ++next;
+        if (given) return false;
+        given = true;
+        item->id = id;
+        item->loc = loc;
+        item->chained = link != nullptr;
+        if (link) item->link = *link;
         return true;
       },
-      disk_ok, done);
+      disk_ok, [&](size_t, ChunkCache::Bytes b, const ChainState& z) { done(std::move(b), z); });
 }
 
 void ChunkLoader::LoadRun(const std::function<bool(RunItem*, bool)>& next, bool disk_ok,

@@ -122,20 +122,8 @@ class ChunkLoader {
     uint32_t skip = 0;
     uint32_t blocks = 0;
   };
-  // Verifies chunks ids[0, n) (at locs) two at a time, interleaved, a lane
-  // starting the next chunk as soon as its own is done (Sha256Lanes), so
-  // only the group's last chunk runs partly alone. Calls done(k, bytes, z)
-  // on this thread as each chunk k is settled, in any order; the bytes are
-  // not kept in the cache. Null bytes mean the chunk was not verified here
-  // (a cache hit, or any check failed): the caller loads it alone with
-  // Load, which says what failed. With links (one per chunk), a chunk's
-  // record is checked as always but its SHA-256 is not: z is the chain
-  // state its link reaches, and the bytes are proven only once the
-  // caller's link checks hold (they must never enter the cache).
-  void LoadGroup(const Digest* ids, const ChunkLocation* locs, const ChainLink* links, size_t n, bool disk,
-                 const std::function<void(size_t, Bytes, const ChainState&)>& done);
   // One chunk of a LoadRun: key is what done() is called with; chained:
-  // proven by its link (as LoadGroup's links), not its own SHA-256.
+  // proven by its link, not its own SHA-256.
   struct RunItem {
     size_t key = 0;
     Digest id;
@@ -143,13 +131,24 @@ class ChunkLoader {
     bool chained = false;
     ChainLink link;
   };
-  // LoadGroup for chunks that arrive while it runs (a reader's read-ahead
-  // queue, shared by several workers): next(&item, last) hands out the
-  // next chunk, or returns false when none is waiting; with last, no
-  // other chunk is in hand and false ends the run (Sha256LanesWhile). Each
-  // chunk is settled through done as in LoadGroup.
+  // Verifies chunks two at a time, interleaved, as next(&item, last)
+  // hands them out (a reader's read-ahead queue, shared by several
+  // workers): a lane whose chunk is done takes the next one, and a lane
+  // left alone asks again between stretches (Sha256LanesWhile). next
+  // returns false when no chunk is waiting; with last, no other chunk is
+  // in hand and false ends the run. Calls done(key, bytes, z) on this
+  // thread as each chunk is settled, in any order; the bytes are not kept
+  // in the memory cache. Null bytes mean the chunk was not verified here
+  // (a cache hit, or any check failed): the caller loads it alone with
+  // Load, which says what failed. A chained chunk's record is checked as
+  // always but its SHA-256 is not: z is the chain state its link reaches,
+  // and the bytes are proven only once the caller's link checks hold
+  // (they must never enter a cache).
   void LoadRun(const std::function<bool(RunItem*, bool)>& next, bool disk,
                const std::function<void(size_t, Bytes, const ChainState&)>& done);
+  // LoadRun of one chunk; link null: proven by its own SHA-256.
+  void LoadOne(const Digest& id, const ChunkLocation& loc, const ChainLink* link, bool disk,
+               const std::function<void(Bytes, const ChainState&)>& done);
   // Where a chunk is now (a gc may have moved it since it was looked up;
   // on a bucket, another machine's gc: the log is caught up first).
   // nullopt: no longer stored at all.

@@ -257,7 +257,7 @@ class ObjectReader final : public Reader {
     std::optional<Result<Loaded>> got;
     const ChunkLoader::ChainLink link = LinkOf(i);
     const ChunkLocation loc = LocOf(i);
-    loader_->LoadGroup(&entries_[i].id, &loc, &link, 1, disk_, [&](size_t, Bytes b, const ChainState& z) {
+    loader_->LoadOne(entries_[i].id, loc, &link, disk_, [&](Bytes b, const ChainState& z) {
       if (b) got.emplace(Loaded{std::move(b), z, false});
     });
     if (got) return std::move(*got);
@@ -274,7 +274,7 @@ class ObjectReader final : public Reader {
     return l;
   }
 
-  // Queues chunk i as a read-ahead task of its own (ChunkLoader::LoadGroup),
+  // Queues chunk i as a read-ahead task of its own (ChunkLoader::LoadOne),
   // for stores whose chunks are not verified in pairs (a bucket's: each
   // worker waits on its own fetch). Its future is set once it is settled;
   // one the task did not verify goes through Fetch, whose error names what
@@ -291,7 +291,7 @@ class ObjectReader final : public Reader {
       const internal::Digest id = entries_[i].id;
       const ChunkLocation loc = LocOf(i);
       const ChunkLoader::ChainLink link = chained ? LinkOf(i) : ChunkLoader::ChainLink{};
-      loader_->LoadGroup(&id, &loc, chained ? &link : nullptr, 1, disk_, [&](size_t, Bytes b, const ChainState& z) {
+      loader_->LoadOne(id, loc, chained ? &link : nullptr, disk_, [&](Bytes b, const ChainState& z) {
         Settle(Queued{i, chained, keep, promise}, std::move(b), z);
       });
       return 0;
