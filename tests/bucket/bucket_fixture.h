@@ -7,16 +7,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "backend/s3/s3_blob_store.h"
 #include "bucket/bucket.h"
+#include "bucket/log_keys.h"
 #include "chunkstore/blob_store.h"
 #include "chunkstore/store.h"
 #include "test_util.h"
@@ -174,7 +177,22 @@ class FaultyBlobStore final : public BlobStore {
       if (on_list_ && prefix == on_list_prefix_) hook = std::move(on_list_), on_list_ = nullptr;
     }
     if (hook) hook();
-    return t_->List(prefix, after);
+    Result<std::vector<BlobInfo>> listed = t_->List(prefix, after);
+    std::lock_guard<std::mutex> l(mu_);
+    if (listed.ok() && !hidden_.empty())
+      listed->erase(std::remove_if(listed->begin(), listed->end(),
+                                   [this](const BlobInfo& b) { return hidden_.count(b.key) != 0; }),
+                    listed->end());
+    return listed;
+  }
+  // Listings leave key out from now on (GET still finds it), as a
+  // service whose listings lag behind its writes would; "" shows all again.
+  void HideFromListings(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (key.empty())
+      hidden_.clear();
+    else
+      hidden_.insert(key);
   }
   // Runs fn (once) just before the next LIST of prefix is made: another
   // machine's change that lands in the middle of a step.
@@ -227,6 +245,7 @@ class FaultyBlobStore final : public BlobStore {
   BlobStore* t_;
   std::mutex mu_;
   std::string fail_gets_under_;
+  std::set<std::string> hidden_;
   int countdown_ = -1;
   bool broken_ = false;
   int mutations_ = 0;
@@ -360,10 +379,20 @@ class BucketTest : public ::testing::TestWithParam<Backend> {
     return config.ok() && config->find("\nlog sequenced\n") != std::string::npos;
   }
 
-  // A key for a log record the store's writers would not have written, that
-  // sorts after all of theirs.
+  // A key for a log record the store's writers did not write: in a
+  // sequenced log the next number (where a forger would put one, as one
+  // far past the numbers is refused for the gap), otherwise one that sorts
+  // after all of theirs.
   std::string ForeignLogKey() {
-    return Sequenced() ? "log/0000000001-9999999999999-change" : "log/0000000000-9999999999999-00000000000000ff";
+    if (!Sequenced()) return "log/0000000000-9999999999999-00000000000000ff";
+    int64_t newest = 0;
+    auto listed = backend_->List("log/");
+    EXPECT_TRUE(listed.ok());
+    for (const BlobInfo& b : listed.ok() ? *listed : std::vector<BlobInfo>{}) {
+      int64_t epoch = 0, seq = 0;
+      if (internal::ParseLogKey(b.key, &epoch, &seq)) newest = std::max(newest, seq);
+    }
+    return internal::SequencedKey(1, newest + 1);
   }
 
   size_t CountBlobs(const std::string& prefix) {

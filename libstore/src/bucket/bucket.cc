@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <set>
@@ -239,6 +240,11 @@ Status RaiseBucketFormat(BlobStore* blobs, const std::string& secret) {
 
 // ---- the log -------------------------------------------------------------
 
+std::string MissingRecord(const std::string& where, const std::string& key) {
+  return where + ": log record " + key.substr(0, 200) +
+         " is missing: the log's numbers skip it, so its change is lost (passed over)";
+}
+
 namespace {
 bool RemovesSomething(const ChangeSet& change) {
   return !change.removed_objects.empty() || !change.removed_chunks.empty() || !change.removed_packs.empty() ||
@@ -369,7 +375,29 @@ Result<bool> MeetsALaterRecord(Index& index, const std::string& key, const std::
 
 }  // namespace
 
-Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys, bool* reorder) {
+Result<std::vector<std::string>> BucketLog::FillNumbers(const std::string& after, std::vector<std::string> keys,
+                                                        std::set<std::string>* filled) {
+  if (!sequenced_) return keys;
+  std::vector<std::string> missing = MissingNumbers(after, keys);
+  if (missing.empty()) return keys;
+  if (missing.size() > kMostMissingNumbers) {
+    // Named by the record after the gap: damage, or a record put there by
+    // something else than a writer of this store.
+    const auto after_gap = std::upper_bound(keys.begin(), keys.end(), missing.back());
+    return Status::Corruption(blobs_->Describe() + ": log record " +
+                              (after_gap == keys.end() ? std::string("?") : after_gap->substr(0, 200)) +
+                              " follows more than " + std::to_string(kMostMissingNumbers) +
+                              " missing change set numbers, from " + missing.front().substr(0, 200) + " on");
+  }
+  filled->insert(missing.begin(), missing.end());
+  std::vector<std::string> all;
+  all.reserve(keys.size() + missing.size());
+  std::merge(keys.begin(), keys.end(), missing.begin(), missing.end(), std::back_inserter(all));
+  return all;
+}
+
+Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys, bool* reorder,
+                            const std::set<std::string>* filled, std::vector<std::string>* gone) {
   // Records are fetched several at once (each is a round trip) and applied
   // in key order, many to a transaction (a rebuild applies the whole log).
   constexpr size_t kBatch = 128;
@@ -391,13 +419,23 @@ Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys
     std::vector<Result<ChangeSet>> fetched;
     fetched.reserve(end - start);
     for (auto& f : pending) fetched.push_back(f.get());
-    for (auto& r : fetched)
-      if (!r.ok()) return r.status();
+    // A number the listing skipped and a GET does not find either is a
+    // record gone from the log (a lag would show it to the GET, which
+    // sees what is stored): the log's state is without it.
+    std::vector<bool> absent(fetched.size(), false);
+    for (size_t i = 0; i < fetched.size(); ++i) {
+      if (fetched[i].ok()) continue;
+      const std::string& key = keys[start + i];
+      if (!filled || !filled->count(key) || !fetched[i].status().IsNotFound()) return fetched[i].status();
+      absent[i] = true;
+      if (gone) gone->push_back(key);
+    }
     // The live index is locked for each batch, not across the fetches.
     CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
       WriteTxn txn(&index);
       CHUNKSTORE_RETURN_IF_ERROR(txn.status());
       for (size_t i = 0; i < fetched.size(); ++i) {
+        if (absent[i]) continue;
         const std::string& key = keys[start + i];
         // Another process sharing this cache may have applied some
         // meanwhile; applying twice would add their names twice.
@@ -478,25 +516,32 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     applied = std::move(*a);
     return Status::OK();
   }));
-  std::vector<std::string> todo;
   int new_marks = 0;
-  for (const std::string& key : *listed) {
-    if (applied.count(key)) continue;
-    todo.push_back(key);
-    if (IsCheckpointMark(key) && key > mark) ++new_marks;
-  }
+  for (const std::string& key : *listed)
+    if (!applied.count(key) && IsCheckpointMark(key) && key > mark) ++new_marks;
   // The records before the second-newest checkpoint may be gone: an index
   // that has not seen it may lack some of them.
   if (new_marks >= 2) {
     *behind = true;
     return Status::OK();
   }
+  // Past the one checkpoint at most that it has not seen, every number
+  // after the newest applied is still in the log.
+  std::set<std::string> filled;
+  std::vector<std::string> gone;
+  Result<std::vector<std::string>> keys = FillNumbers(newest, std::move(*listed), &filled);
+  if (!keys.ok()) return keys.status();
+  std::vector<std::string> todo;
+  for (std::string& key : *keys)
+    if (!applied.count(key)) todo.push_back(std::move(key));
   // A key that sorts before ones applied (its PUT was still under way at
   // the last listing, or its writer's clock runs behind) is applied in
   // place only if it commutes with them: every machine must hold the state
   // of the log in key order.
   bool reorder = false;
-  Status s = ApplyKeys(scratch, todo, &reorder);
+  Status s = ApplyKeys(scratch, todo, &reorder, &filled, &gone);
+  if (problems)
+    for (const std::string& key : gone) problems->push_back({true, MissingRecord(blobs_->Describe(), key)});
   if (reorder) {
     *behind = true;
     return Status::OK();

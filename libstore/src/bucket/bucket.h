@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -177,7 +178,21 @@ class BucketLog final : public ChangeLog {
   // when scratch is null. *reorder (optional): set, and nothing of the batch
   // applied, when a key meets a record the index applied after it that it
   // does not commute with (the index must be rebuilt).
-  Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys, bool* reorder = nullptr);
+  // filled (optional): keys put in by FillNumbers; one that is not there
+  // is passed over, and added to *gone.
+  Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys, bool* reorder = nullptr,
+                   const std::set<std::string>* filled = nullptr, std::vector<std::string>* gone = nullptr);
+  // Sequenced logs: keys (listed after `after`, "" for the whole log) with
+  // the change sets the listing left out put in their places
+  // (MissingNumbers), each added to *filled; ApplyKeys fetches them by
+  // GET, which finds a stored record where a lagging listing does not.
+  // Corruption where thousands are missing. Other logs: keys as they are.
+  // FillNumbers, then ApplyKeys; problems (optional) gets each record
+  // found missing.
+  Status ApplyFilled(Index* scratch, const std::string& after, std::vector<std::string> keys,
+                     std::vector<Problem>* problems);
+  Result<std::vector<std::string>> FillNumbers(const std::string& after, std::vector<std::string> keys,
+                                               std::set<std::string>* filled);
   // newest: the newest key applied to the cache ("" if none).
   std::string NewLogKey(int64_t epoch, const std::string& newest) const;
   // Writes a checkpoint and its mark; the store held exclusively, the
@@ -228,6 +243,8 @@ class BucketLog final : public ChangeLog {
 // can claim the number of a record a checkpoint dropped. Tests that need
 // dropped records at once lower it.
 int64_t MinimumLogRetentionSeconds();
+// What verify says of a sequenced log's record found missing at `key`.
+std::string MissingRecord(const std::string& where, const std::string& key);
 // Who holds a lock blob, as its body says after "gc " or "writer ": this
 // host, the process id and what tells its process ids from other
 // machines' and containers' ("on HOST, pid N, boot ID, pidns pid:[INODE]").

@@ -87,7 +87,7 @@ Status BucketLog::Bootstrap(Index* scratch, std::vector<Problem>* problems) {
     }));
     if (!scratch) NoteEpoch(mark);
     after->erase(after->begin(), at == after->end() ? after->begin() : at + 1);
-    return ApplyKeys(scratch, *after);
+    return ApplyFilled(scratch, mark, std::move(*after), problems);
   }
   // With two checkpoints or more written, the records the older ones cover
   // may be gone: the log alone no longer tells the state.
@@ -96,7 +96,19 @@ Status BucketLog::Bootstrap(Index* scratch, std::vector<Problem>* problems) {
                               ", and the log records the older ones cover are gone (see verify)");
   Result<std::vector<std::string>> all = ListLog("");
   if (!all.ok()) return all.status();
-  return ApplyKeys(scratch, *all);
+  return ApplyFilled(scratch, "", std::move(*all), problems);
+}
+
+Status BucketLog::ApplyFilled(Index* scratch, const std::string& after, std::vector<std::string> keys,
+                              std::vector<Problem>* problems) {
+  std::set<std::string> filled;
+  std::vector<std::string> gone;
+  Result<std::vector<std::string>> all = FillNumbers(after, std::move(keys), &filled);
+  if (!all.ok()) return all.status();
+  Status s = ApplyKeys(scratch, *all, nullptr, &filled, &gone);
+  if (problems)
+    for (const std::string& key : gone) problems->push_back({true, MissingRecord(blobs_->Describe(), key)});
+  return s;
 }
 
 Status BucketLog::WriteCheckpoint(std::string* tail_out) {

@@ -18,9 +18,11 @@
 // Every key read from a listing goes through these before it is used.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace chunkstore::internal {
 
@@ -35,6 +37,8 @@ inline constexpr const char* kSequencedSuffix = "-change";
 inline constexpr const char* kCheckpointMeta = "bucket_checkpoint";
 inline constexpr size_t kLogTailSize = 10 + 1 + 13;  // "<epoch>-<ms>"
 inline constexpr int64_t kLastSequence = 9999999999999;  // 13 digits
+// MissingNumbers stops counting past this many.
+inline constexpr size_t kMostMissingNumbers = 4096;
 
 inline bool AllDigits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
 
@@ -80,6 +84,35 @@ inline std::string CheckpointTail(const std::string& key) {
   if (key.size() != p + kLogTailSize || key.compare(0, p, kCheckpointPrefix) != 0) return {};
   int64_t e = 0, ms = 0;
   return ParseLogKey(std::string(kLogPrefix) + key.substr(p) + "-x", &e, &ms) ? key.substr(p) : std::string();
+}
+
+// A sequenced log's numbers form one run from the oldest record kept to
+// the newest (docs/format.md, "Sequenced logs"), so a listing that skips a
+// number lags behind the log (a service whose listings are eventually
+// consistent), or the record is gone. Returns the change set keys missing
+// from `listed` (keys after `after`, in order): those of every number
+// after after's (1 for "", the log from its start) that sorts before a
+// listed key of the same epoch, a checkpoint mark counting as preceded by
+// its own number's change set. Keys of other epochs are left alone.
+inline std::vector<std::string> MissingNumbers(const std::string& after, const std::vector<std::string>& listed) {
+  std::vector<std::string> missing;
+  int64_t epoch = 1, next = 1;
+  if (!after.empty()) {
+    if (!ParseLogKey(after, &epoch, &next)) return missing;
+    ++next;
+  }
+  for (const std::string& key : listed) {
+    int64_t e = 0, seq = 0;
+    if (!ParseLogKey(key, &e, &seq) || e != epoch) continue;
+    const int64_t last_before = IsCheckpointMark(key) ? seq : seq - 1;
+    for (; next <= last_before; ++next) {
+      // A listing thousands of numbers short is no lag: the caller says so.
+      if (missing.size() > kMostMissingNumbers) return missing;
+      missing.push_back(SequencedKey(epoch, next));
+    }
+    next = std::max(next, seq + 1);
+  }
+  return missing;
 }
 
 inline std::string MarkKey(const std::string& tail) { return kLogPrefix + tail + kMarkSuffix; }

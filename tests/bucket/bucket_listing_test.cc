@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sequenced logs whose listings lag behind: the numbers of a sequenced
+// log's change sets form one run, so a listing that skips one (a service
+// whose listings are eventually consistent) is missing a record, not a log
+// without it. A cache must fetch it by GET rather than apply what follows
+// and never see it again; a gc must not decide without it; and a number
+// that is truly gone is passed over as the log's state says, with verify
+// reporting it. Also the pure rule (MissingNumbers) on its own.
+//
+// Built into unit_tests and (with CHUNKSTORE_TEST_S3) s3_tests, like
+// bucket_test.cc.
+#include "bucket/log_keys.h"
+#include "format/change_set.h"
+#include "bucket_fixture.h"
+
+namespace chunkstore {
+namespace {
+
+using internal::MissingNumbers;
+using internal::SequencedKey;
+using testing::Backend;
+using testing::BucketTest;
+using testing::RandomBytes;
+using testing::ReadObject;
+
+std::string Mark(int64_t seq) { return internal::LogKeyPrefix(1, seq) + internal::kMarkSuffix; }
+
+TEST(MissingNumbersTest, FindsTheNumbersAListingSkips) {
+  using V = std::vector<std::string>;
+  // Nothing missing: from the start, and after a change set or a mark.
+  EXPECT_EQ(MissingNumbers("", V{SequencedKey(1, 1), SequencedKey(1, 2)}), V{});
+  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{SequencedKey(1, 5), Mark(5), SequencedKey(1, 6)}), V{});
+  EXPECT_EQ(MissingNumbers(Mark(4), V{SequencedKey(1, 5)}), V{});
+  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{}), V{});
+  // Skipped numbers, before the first key and between two.
+  EXPECT_EQ(MissingNumbers("", V{SequencedKey(1, 2)}), V{SequencedKey(1, 1)});
+  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{SequencedKey(1, 5), SequencedKey(1, 8)}),
+            (V{SequencedKey(1, 6), SequencedKey(1, 7)}));
+  // A mark is preceded by its own number's change set.
+  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{Mark(5)}), V{SequencedKey(1, 5)});
+  EXPECT_EQ(MissingNumbers(Mark(5), V{Mark(5)}), V{});
+  // Keys of another epoch, or of another shape, are left alone.
+  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{internal::LogKeyPrefix(2, 9) + "-change"}), V{});
+  EXPECT_EQ(MissingNumbers("log/garbage", V{SequencedKey(1, 9)}), V{});
+  // It stops counting past the limit.
+  EXPECT_EQ(MissingNumbers("", V{SequencedKey(1, 1000000)}).size(), internal::kMostMissingNumbers + 1);
+}
+
+using BucketListingTest = BucketTest;
+
+// A cache that follows the log (b) and one made while the listing lags
+// (fresh) both hold the change the listing left out, and keep it once the
+// listing catches up.
+TEST_P(BucketListingTest, ARecordAListingLeavesOutIsFetchedNotSkipped) {
+  auto a = OpenMachine(dir_ / "a");
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
+  const auto x = RandomBytes(5000, 21), y = RandomBytes(5000, 22), z = RandomBytes(5000, 23);
+  ASSERT_TRUE(a->PublishBytes(x.data(), x.size(), "x").ok());
+  ASSERT_TRUE(b->Refresh().ok());
+  ASSERT_TRUE(a->PublishBytes(y.data(), y.size(), "y").ok());
+  ASSERT_TRUE(a->PublishBytes(z.data(), z.size(), "z").ok());
+  ASSERT_TRUE(faulty_->Get(SequencedKey(1, 2)).ok()) << "the publish of y is not change set 2";
+  faulty_->HideFromListings(SequencedKey(1, 2));
+  ASSERT_TRUE(b->Refresh().ok());
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  faulty_->HideFromListings("");
+  ASSERT_TRUE(b->Refresh().ok());
+  ASSERT_TRUE(fresh->Refresh().ok());
+  for (Store* s : {b.get(), fresh.get()}) {
+    for (const auto& [name, want] : {std::pair{"x", &x}, std::pair{"y", &y}, std::pair{"z", &z}}) {
+      auto got = ReadObject(*s, name);
+      ASSERT_TRUE(got.ok()) << name << ": " << got.status().ToString();
+      EXPECT_EQ(*got, *want) << name;
+    }
+    auto names = s->List();
+    ASSERT_TRUE(names.ok());
+    EXPECT_EQ(names->size(), 3u);
+  }
+}
+
+// A gc that decided on a replay without a record would remove what that
+// record's objects use: here every chunk of "again", which names bytes a
+// removed name left behind. It keeps them.
+TEST_P(BucketListingTest, AGcWhoseListingLeavesOutARecordKeepsWhatItUses) {
+  auto a = OpenMachine(dir_ / "a");
+  auto g = OpenMachine(dir_ / "g");
+  ASSERT_TRUE(a && g);
+  const auto old = RandomBytes(40000, 24), later = RandomBytes(3000, 25);
+  ASSERT_TRUE(a->PublishBytes(old.data(), old.size(), "old").ok());  // 1
+  ASSERT_TRUE(a->RemoveName("old").ok());                            // 2: its chunks are garbage
+  ASSERT_TRUE(g->Refresh().ok());
+  ASSERT_TRUE(a->PublishBytes(old.data(), old.size(), "again").ok());      // 3: reuses every chunk
+  ASSERT_TRUE(a->PublishBytes(later.data(), later.size(), "later").ok());  // 4
+  ASSERT_TRUE(faulty_->Get(SequencedKey(1, 3)).ok()) << "the publish of again is not change set 3";
+  faulty_->HideFromListings(SequencedKey(1, 3));
+  auto rep = g->Gc(testing::GcNow());
+  faulty_->HideFromListings("");
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  EXPECT_EQ(rep->objects_removed, 0u);
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  for (Store* s : {a.get(), g.get(), fresh.get()}) {
+    auto got = ReadObject(*s, "again");
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, old);
+  }
+  auto v = fresh->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_FALSE(v->corrupt()) << (v->problems.empty() ? "" : v->problems[0].message);
+}
+
+// A number no GET finds either is a record gone from the log: the log's
+// state is without its change, every cache passes over it, and verify
+// says which record is missing.
+TEST_P(BucketListingTest, ARecordGoneFromTheLogIsPassedOverAndReported) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto x = RandomBytes(5000, 26), y = RandomBytes(5000, 27), z = RandomBytes(5000, 28);
+  ASSERT_TRUE(a->PublishBytes(x.data(), x.size(), "x").ok());
+  ASSERT_TRUE(a->PublishBytes(y.data(), y.size(), "y").ok());
+  ASSERT_TRUE(a->PublishBytes(z.data(), z.size(), "z").ok());
+  ASSERT_TRUE(backend_->Delete(SequencedKey(1, 2)).ok());
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  auto got = ReadObject(*fresh, "z");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, z);
+  EXPECT_TRUE(ReadObject(*fresh, "y").status().IsNotFound());
+  auto v = fresh->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->corrupt());
+  bool named = false;
+  for (const auto& p : v->problems) named = named || p.message.find(SequencedKey(1, 2) + " is missing") != std::string::npos;
+  EXPECT_TRUE(named) << (v->problems.empty() ? "no problem" : v->problems[0].message);
+}
+
+// A record thousands of numbers past the newest is no lag: every machine
+// refuses the log, naming it, and takes it again once the record is gone.
+TEST_P(BucketListingTest, ARecordFarPastTheNumbersIsRefusedByName) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto x = RandomBytes(5000, 29);
+  ASSERT_TRUE(a->PublishBytes(x.data(), x.size(), "x").ok());
+  internal::ChangeSet c;
+  c.kind = internal::ChangeSet::kTag;
+  c.time = 1;
+  const std::string bytes = internal::EncodeChangeSet(c);
+  const std::string key = SequencedKey(1, 2 + static_cast<int64_t>(internal::kMostMissingNumbers) + 1);
+  ASSERT_TRUE(backend_->Put(key, bytes.data(), bytes.size()).ok());
+  Options o = testing::SmallChunks();
+  o.blob_store = faulty_.get();
+  auto b = Store::Open(dir_ / "b", o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(b.status().IsCorruption()) << b.status().ToString();
+  EXPECT_NE(b.status().message().find(key), std::string::npos) << b.status().message();
+  EXPECT_FALSE(a->Refresh().ok());
+  ASSERT_TRUE(backend_->Delete(key).ok());
+  ASSERT_TRUE(a->Refresh().ok());
+  auto fresh = OpenMachine(dir_ / "fresh");
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(*ReadObject(*fresh, "x"), x);
+}
+
+CHUNKSTORE_ON_SEQUENCED_BUCKETS(BucketListingTest);
+
+}  // namespace
+}  // namespace chunkstore
