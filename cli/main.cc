@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
   repair->require_subcommand(1);
   std::string record;
   auto* quarantine = repair->add_subcommand(
-      "quarantine", "Move a damaged log record out of a bucket's log, losing only its change");
+      "quarantine",
+      "Move a damaged log record out of a bucket's log, losing only its change (or record one that is missing)");
   quarantine->footer("\nExamples:\n  chunkstore --store s3://bucket/models repair quarantine log/0000000003-1764633600000-9f2c4e1a7b3d5f60\n");
   quarantine->add_option("key", record, "The record's key (log/...), as the error names it")->required()->option_text("KEY");
   std::string repair_from;

@@ -27,26 +27,52 @@ std::string Mark(int64_t seq) { return internal::LogKeyPrefix(1, seq) + internal
 
 TEST(MissingNumbersTest, FindsTheNumbersAListingSkips) {
   using V = std::vector<std::string>;
+  std::string too_far = "unset";
+  auto missing = [&](const std::string& after, const V& listed) { return MissingNumbers(after, listed, &too_far); };
   // Nothing missing: from the start, and after a change set or a mark.
-  EXPECT_EQ(MissingNumbers("", V{SequencedKey(1, 1), SequencedKey(1, 2)}), V{});
-  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{SequencedKey(1, 5), Mark(5), SequencedKey(1, 6)}), V{});
-  EXPECT_EQ(MissingNumbers(Mark(4), V{SequencedKey(1, 5)}), V{});
-  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{}), V{});
+  EXPECT_EQ(missing("", V{SequencedKey(1, 1), SequencedKey(1, 2)}), V{});
+  EXPECT_EQ(too_far, "");
+  EXPECT_EQ(missing(SequencedKey(1, 4), V{SequencedKey(1, 5), Mark(5), SequencedKey(1, 6)}), V{});
+  EXPECT_EQ(missing(Mark(4), V{SequencedKey(1, 5)}), V{});
+  EXPECT_EQ(missing(SequencedKey(1, 4), V{}), V{});
   // Skipped numbers, before the first key and between two.
-  EXPECT_EQ(MissingNumbers("", V{SequencedKey(1, 2)}), V{SequencedKey(1, 1)});
-  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{SequencedKey(1, 5), SequencedKey(1, 8)}),
+  EXPECT_EQ(missing("", V{SequencedKey(1, 2)}), V{SequencedKey(1, 1)});
+  EXPECT_EQ(missing(SequencedKey(1, 4), V{SequencedKey(1, 5), SequencedKey(1, 8)}),
             (V{SequencedKey(1, 6), SequencedKey(1, 7)}));
   // A mark is preceded by its own number's change set.
-  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{Mark(5)}), V{SequencedKey(1, 5)});
-  EXPECT_EQ(MissingNumbers(Mark(5), V{Mark(5)}), V{});
+  EXPECT_EQ(missing(SequencedKey(1, 4), V{Mark(5)}), V{SequencedKey(1, 5)});
+  EXPECT_EQ(missing(Mark(5), V{Mark(5)}), V{});
   // Keys of another epoch, or of another shape, are left alone.
-  EXPECT_EQ(MissingNumbers(SequencedKey(1, 4), V{internal::LogKeyPrefix(2, 9) + "-change"}), V{});
-  EXPECT_EQ(MissingNumbers("log/garbage", V{SequencedKey(1, 9)}), V{});
-  // It stops counting past the limit.
-  EXPECT_EQ(MissingNumbers("", V{SequencedKey(1, 1000000)}).size(), internal::kMostMissingNumbers + 1);
+  EXPECT_EQ(missing(SequencedKey(1, 4), V{internal::LogKeyPrefix(2, 9) + "-change"}), V{});
+  EXPECT_EQ(missing("log/garbage", V{SequencedKey(1, 9)}), V{});
+  EXPECT_EQ(too_far, "");
+  // The limit is on one gap: kMostMissingNumbers in a row are taken for a
+  // lag, as are as many again after a key that was listed...
+  const auto most = static_cast<int64_t>(internal::kMostMissingNumbers);
+  const V spread{SequencedKey(1, most + 1), SequencedKey(1, 2 * most + 2)};
+  EXPECT_EQ(missing("", spread).size(), 2 * internal::kMostMissingNumbers);
+  EXPECT_EQ(too_far, "");
+  // ...one more is not, and the key after the gap is named.
+  EXPECT_EQ(missing("", V{SequencedKey(1, 1), SequencedKey(1, most + 3), SequencedKey(1, most + 4)}), V{});
+  EXPECT_EQ(too_far, SequencedKey(1, most + 3));
 }
 
 using BucketListingTest = BucketTest;
+
+// The number of the change set that names `name` (0 if none does).
+int64_t NumberOf(BlobStore& blobs, const std::string& name) {
+  auto listed = blobs.List("log/");
+  EXPECT_TRUE(listed.ok());
+  for (const BlobInfo& b : listed.ok() ? *listed : std::vector<BlobInfo>{}) {
+    auto bytes = blobs.Get(b.key);
+    auto change = bytes.ok() ? internal::DecodeChangeSet(*bytes, "", b.key) : Result<internal::ChangeSet>(bytes.status());
+    int64_t epoch = 0, seq = 0;
+    if (!change.ok() || !internal::ParseLogKey(b.key, &epoch, &seq)) continue;
+    for (const auto& n : change->names)
+      if (n.name == name) return seq;
+  }
+  return 0;
+}
 
 // A cache that follows the log (b) and one made while the listing lags
 // (fresh) both hold the change the listing left out, and keep it once the
@@ -60,7 +86,7 @@ TEST_P(BucketListingTest, ARecordAListingLeavesOutIsFetchedNotSkipped) {
   ASSERT_TRUE(b->Refresh().ok());
   ASSERT_TRUE(a->PublishBytes(y.data(), y.size(), "y").ok());
   ASSERT_TRUE(a->PublishBytes(z.data(), z.size(), "z").ok());
-  ASSERT_TRUE(faulty_->Get(SequencedKey(1, 2)).ok()) << "the publish of y is not change set 2";
+  ASSERT_EQ(NumberOf(*backend_, "y"), 2);
   faulty_->HideFromListings(SequencedKey(1, 2));
   ASSERT_TRUE(b->Refresh().ok());
   auto fresh = OpenMachine(dir_ / "fresh");
@@ -93,7 +119,7 @@ TEST_P(BucketListingTest, AGcWhoseListingLeavesOutARecordKeepsWhatItUses) {
   ASSERT_TRUE(g->Refresh().ok());
   ASSERT_TRUE(a->PublishBytes(old.data(), old.size(), "again").ok());      // 3: reuses every chunk
   ASSERT_TRUE(a->PublishBytes(later.data(), later.size(), "later").ok());  // 4
-  ASSERT_TRUE(faulty_->Get(SequencedKey(1, 3)).ok()) << "the publish of again is not change set 3";
+  ASSERT_EQ(NumberOf(*backend_, "again"), 3);
   faulty_->HideFromListings(SequencedKey(1, 3));
   auto rep = g->Gc(testing::GcNow());
   faulty_->HideFromListings("");
@@ -112,28 +138,71 @@ TEST_P(BucketListingTest, AGcWhoseListingLeavesOutARecordKeepsWhatItUses) {
 }
 
 // A number no GET finds either is a record gone from the log: the log's
-// state is without its change, every cache passes over it, and verify
-// says which record is missing.
+// state is without its change, and every cache passes over it (one that
+// had come to it starts again from the log). verify says which record is
+// missing; gc and checkpoints refuse to go on over it (they would make
+// the loss final) until `repair quarantine` records it and takes the
+// number.
 TEST_P(BucketListingTest, ARecordGoneFromTheLogIsPassedOverAndReported) {
   auto a = OpenMachine(dir_ / "a");
-  ASSERT_TRUE(a);
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
   const auto x = RandomBytes(5000, 26), y = RandomBytes(5000, 27), z = RandomBytes(5000, 28);
   ASSERT_TRUE(a->PublishBytes(x.data(), x.size(), "x").ok());
+  ASSERT_TRUE(b->Refresh().ok());
   ASSERT_TRUE(a->PublishBytes(y.data(), y.size(), "y").ok());
   ASSERT_TRUE(a->PublishBytes(z.data(), z.size(), "z").ok());
-  ASSERT_TRUE(backend_->Delete(SequencedKey(1, 2)).ok());
+  const std::string lost = SequencedKey(1, NumberOf(*backend_, "y"));
+  ASSERT_TRUE(backend_->Delete(lost).ok());
   auto fresh = OpenMachine(dir_ / "fresh");
   ASSERT_TRUE(fresh);
-  auto got = ReadObject(*fresh, "z");
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(*got, z);
-  EXPECT_TRUE(ReadObject(*fresh, "y").status().IsNotFound());
+  ASSERT_TRUE(b->Refresh().ok());
+  for (Store* s : {b.get(), fresh.get()}) {
+    auto got = ReadObject(*s, "z");
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, z);
+    EXPECT_TRUE(ReadObject(*s, "y").status().IsNotFound());
+  }
   auto v = fresh->Verify();
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_TRUE(v->corrupt());
-  bool named = false;
-  for (const auto& p : v->problems) named = named || p.message.find(SequencedKey(1, 2) + " is missing") != std::string::npos;
-  EXPECT_TRUE(named) << (v->problems.empty() ? "no problem" : v->problems[0].message);
+  auto names = [](const VerifyReport& r, const std::string& text) {
+    for (const auto& p : r.problems)
+      if (p.message.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(names(*v, lost + " is missing")) << (v->problems.empty() ? "no problem" : v->problems[0].message);
+  // gc stops, naming the record; no checkpoint is written over it.
+  auto gc = b->Gc(testing::GcNow());
+  ASSERT_FALSE(gc.ok());
+  EXPECT_TRUE(gc.status().IsCorruption()) << gc.status().ToString();
+  EXPECT_NE(gc.status().message().find(lost), std::string::npos) << gc.status().message();
+  Options every1 = testing::SmallChunks();
+  every1.bucket_checkpoint_records = 1;  // a checkpoint is due after each commit
+  auto c = OpenMachine(dir_ / "c", every1);
+  ASSERT_TRUE(c);
+  const size_t before = CountBlobs("checkpoints/");
+  ASSERT_TRUE(c->PublishBytes(x.data(), x.size(), "x2").ok());
+  EXPECT_EQ(CountBlobs("checkpoints/"), before);
+  // A number past the newest is not missing.
+  EXPECT_TRUE(b->QuarantineLogRecord(SequencedKey(1, 1000)).IsNotFound());
+  // The repair records the loss and takes the number: verify warns, gc
+  // and checkpoints go on.
+  ASSERT_TRUE(b->QuarantineLogRecord(lost).ok());
+  auto v2 = fresh->Verify();
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_FALSE(v2->corrupt()) << (v2->problems.empty() ? "" : v2->problems[0].message);
+  EXPECT_TRUE(names(*v2, lost + " was missing")) << (v2->problems.empty() ? "no problem" : v2->problems[0].message);
+  auto gc2 = b->Gc(testing::GcNow());
+  ASSERT_TRUE(gc2.ok()) << gc2.status().ToString();
+  EXPECT_GT(CountBlobs("checkpoints/"), before);
+  auto after = OpenMachine(dir_ / "after");
+  ASSERT_TRUE(after);
+  for (const auto& [name, want] : {std::pair{"x", &x}, std::pair{"z", &z}, std::pair{"x2", &x}}) {
+    auto got = ReadObject(*after, name);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status().ToString();
+    EXPECT_EQ(*got, *want) << name;
+  }
 }
 
 // A record thousands of numbers past the newest is no lag: every machine

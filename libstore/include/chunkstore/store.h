@@ -547,9 +547,13 @@ class Store {
   // error that stopped a refresh names it) to quarantine/, losing only its
   // change, so that every machine can read the log again; verify reports
   // it from then on (log-cut-short, a warning). Refuses a record that
-  // passes its checks (InvalidArgument). Holds the bucket's exclusive
-  // lock. A store whose log cannot be read opens with
-  // Options::refresh_on_open = false for this. Unsupported on directories.
+  // passes its checks (InvalidArgument). A record missing from the middle
+  // of a sequenced log (verify: "is missing"; gc and checkpoints refuse to
+  // go on over it) is recorded in quarantine/ the same way and its number
+  // taken by an empty change set; NotFound for a number past the newest.
+  // Holds the bucket's exclusive lock. A store whose log cannot be read
+  // opens with Options::refresh_on_open = false for this. Unsupported on
+  // directories.
   Status QuarantineLogRecord(const std::string& key);
   Result<StoreStats> Stats();
 

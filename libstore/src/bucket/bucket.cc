@@ -269,7 +269,12 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
     replayed_ = false;
     CHUNKSTORE_RETURN_IF_ERROR(into.PrepareBucketCache());
     bool behind = false;
-    CHUNKSTORE_RETURN_IF_ERROR(log_->Follow(&into, nullptr, &behind));
+    std::vector<Problem> problems;
+    CHUNKSTORE_RETURN_IF_ERROR(log_->Follow(&into, &problems, &behind));
+    // gc deciding without a lost change would delete the packs it names
+    // (no record names them), and end any chance of getting it back.
+    for (const Problem& p : problems)
+      if (p.lost_change) return Status::Corruption("gc stopped: " + p.message + "; see repair quarantine");
     if (behind)
       return Status::Busy("the log of " + log_->blobs_->Describe() +
                           " changed meanwhile (two new checkpoints, or a record that arrived out of order); try again");
@@ -378,17 +383,15 @@ Result<bool> MeetsALaterRecord(Index& index, const std::string& key, const std::
 Result<std::vector<std::string>> BucketLog::FillNumbers(const std::string& after, std::vector<std::string> keys,
                                                         std::set<std::string>* filled) {
   if (!sequenced_) return keys;
-  std::vector<std::string> missing = MissingNumbers(after, keys);
+  std::string too_far;
+  std::vector<std::string> missing = MissingNumbers(after, keys, &too_far);
+  if (!too_far.empty())
+    return Status::Corruption(blobs_->Describe() + ": log record " + too_far.substr(0, 200) + " follows more than " +
+                              std::to_string(kMostMissingNumbers) +
+                              " missing change set numbers; writers claim a number only after the one before it, "
+                              "so it was put there another way (see verify; if no writer of this store wrote it, "
+                              "move it out of log/)");
   if (missing.empty()) return keys;
-  if (missing.size() > kMostMissingNumbers) {
-    // Named by the record after the gap: damage, or a record put there by
-    // something else than a writer of this store.
-    const auto after_gap = std::upper_bound(keys.begin(), keys.end(), missing.back());
-    return Status::Corruption(blobs_->Describe() + ": log record " +
-                              (after_gap == keys.end() ? std::string("?") : after_gap->substr(0, 200)) +
-                              " follows more than " + std::to_string(kMostMissingNumbers) +
-                              " missing change set numbers, from " + missing.front().substr(0, 200) + " on");
-  }
   filled->insert(missing.begin(), missing.end());
   std::vector<std::string> all;
   all.reserve(keys.size() + missing.size());
@@ -426,9 +429,9 @@ Status BucketLog::ApplyKeys(Index* scratch, const std::vector<std::string>& keys
     for (size_t i = 0; i < fetched.size(); ++i) {
       if (fetched[i].ok()) continue;
       const std::string& key = keys[start + i];
-      if (!filled || !filled->count(key) || !fetched[i].status().IsNotFound()) return fetched[i].status();
+      if (!gone || !filled || !filled->count(key) || !fetched[i].status().IsNotFound()) return fetched[i].status();
       absent[i] = true;
-      if (gone) gone->push_back(key);
+      gone->push_back(key);
     }
     // The live index is locked for each batch, not across the fetches.
     CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
@@ -526,11 +529,17 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
     return Status::OK();
   }
   // Past the one checkpoint at most that it has not seen, every number
-  // after the newest applied is still in the log.
+  // after the newest applied is still in the log. One that is not (no
+  // GET finds it) was gone before this cache came to it, or a checkpoint
+  // that covers it dropped it meanwhile (its newer mark not yet listed):
+  // either way the cache starts again from the newest checkpoint, as a
+  // new one would (ApplyKeys returns NotFound; CatchUp rebuilds).
   std::set<std::string> filled;
-  std::vector<std::string> gone;
   Result<std::vector<std::string>> keys = FillNumbers(newest, std::move(*listed), &filled);
-  if (!keys.ok()) return keys.status();
+  if (!keys.ok()) {
+    *behind = true;  // Bootstrap says what it is, if the gap is still there
+    return Status::OK();
+  }
   std::vector<std::string> todo;
   for (std::string& key : *keys)
     if (!applied.count(key)) todo.push_back(std::move(key));
@@ -539,9 +548,7 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
   // place only if it commutes with them: every machine must hold the state
   // of the log in key order.
   bool reorder = false;
-  Status s = ApplyKeys(scratch, todo, &reorder, &filled, &gone);
-  if (problems)
-    for (const std::string& key : gone) problems->push_back({true, MissingRecord(blobs_->Describe(), key)});
+  Status s = ApplyKeys(scratch, todo, &reorder, &filled);
   if (reorder) {
     *behind = true;
     return Status::OK();

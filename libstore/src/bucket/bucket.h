@@ -214,6 +214,10 @@ class BucketLog final : public ChangeLog {
   // cache is rebuilt, where it fell two checkpoints behind.
   Status Claim(ChangeSet& change, std::string newest, bool* made, std::string* key,
                std::unique_lock<std::mutex>& refresh, const std::function<Status(Index&, ChangeSet&)>& recheck);
+  // Quarantine of a sequenced log's record that no GET finds: records
+  // the loss in quarantine/ (an empty blob) and takes the number with an
+  // empty change set. NotFound past the newest record.
+  Status RecordMissing(const std::string& record);
   // Whether change, checked against what the writer saw, still holds on
   // the cache as it is now (after a lost claim applied others' records).
   Status StillStands(const ChangeSet& change);

@@ -107,7 +107,7 @@ Status BucketLog::ApplyFilled(Index* scratch, const std::string& after, std::vec
   if (!all.ok()) return all.status();
   Status s = ApplyKeys(scratch, *all, nullptr, &filled, &gone);
   if (problems)
-    for (const std::string& key : gone) problems->push_back({true, MissingRecord(blobs_->Describe(), key)});
+    for (const std::string& key : gone) problems->push_back({true, MissingRecord(blobs_->Describe(), key), false, true});
   return s;
 }
 
@@ -117,7 +117,12 @@ Status BucketLog::WriteCheckpoint(std::string* tail_out) {
   Result<std::unique_ptr<Index>> scratch = Index::Open(":memory:", o);
   if (!scratch.ok()) return scratch.status();
   CHUNKSTORE_RETURN_IF_ERROR((*scratch)->PrepareBucketCache());
-  CHUNKSTORE_RETURN_IF_ERROR(Bootstrap(scratch->get(), nullptr));
+  std::vector<Problem> problems;
+  CHUNKSTORE_RETURN_IF_ERROR(Bootstrap(scratch->get(), &problems));
+  // A checkpoint over a lost change would hide the loss from every later
+  // verify, and let the records after it go.
+  for (const Problem& p : problems)
+    if (p.lost_change) return Status::Corruption("no checkpoint written: " + p.message + "; see repair quarantine");
   Result<std::string> newest = (*scratch)->NewestApplied();
   if (!newest.ok()) return newest.status();
   std::string bytes;
@@ -306,10 +311,14 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   // What a repair set aside stays on record: its change is lost.
   Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);
   if (!aside.ok()) return aside.status();
-  for (const BlobInfo& b : *aside)
-    problems.push_back({false, "log record " + std::string(kLogPrefix) + b.key.substr(std::string(kQuarantinePrefix).size(), 200) +
-                                   " was quarantined as damaged (its change is lost; the bytes are kept at " +
-                                   b.key.substr(0, 200) + ")"});
+  for (const BlobInfo& b : *aside) {
+    const std::string record = std::string(kLogPrefix) + b.key.substr(std::string(kQuarantinePrefix).size(), 200);
+    problems.push_back({false, b.size == 0 ? "log record " + record +
+                                                 " was missing and its number was filled by a repair (its change is lost)"
+                                           : "log record " + record +
+                                                 " was quarantined as damaged (its change is lost; the bytes are kept at " +
+                                                 b.key.substr(0, 200) + ")"});
+  }
   return problems;
 }
 
@@ -328,6 +337,8 @@ Status BucketLog::Quarantine(const std::string& record) {
   Result<std::unique_ptr<BucketLock>> lock = Lock(true, 0);
   if (!lock.ok()) return lock.status();
   Result<std::string> bytes = blobs_->Get(record);
+  if (!bytes.ok() && bytes.status().IsNotFound() && sequenced_ && !IsCheckpointMark(record))
+    return RecordMissing(record);
   if (!bytes.ok()) return bytes.status().WithContext("cannot read log record " + record);
   Result<ChangeSet> c = DecodeChangeSet(*bytes, secret_, record);
   if (c.ok() && !(c->kind == ChangeSet::kCheckpoint ||
@@ -349,6 +360,30 @@ Status BucketLog::Quarantine(const std::string& record) {
   none.time = NowSeconds();
   const std::string empty = EncodeChangeSet(none, secret_, record);
   return blobs_->Put(record, empty.data(), empty.size());
+}
+
+Status BucketLog::RecordMissing(const std::string& record) {
+  // Only a number inside the run: one past the newest is a number no
+  // writer has claimed yet, not a lost one.
+  Result<std::vector<std::string>> later = ListLog(record);
+  if (!later.ok()) return later.status();
+  if (later->empty())
+    return Status::NotFound("log record " + record + " is not in the log, and no record follows it: nothing is missing");
+  // The loss is put on record first (verify lists quarantine/ from then
+  // on), then the number is taken by an empty change set, so that gc and
+  // checkpoints go on. If the record turns up meanwhile (a listing that
+  // lagged), it stays, and so does nothing else.
+  const std::string aside = kQuarantinePrefix + record.substr(std::string(kLogPrefix).size());
+  CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(aside, "", 0));
+  ChangeSet none;
+  none.kind = ChangeSet::kPublish;
+  none.time = NowSeconds();
+  const std::string empty = EncodeChangeSet(none, secret_, record);
+  Result<bool> put = blobs_->PutIfAbsent(record, empty.data(), empty.size());
+  if (put.ok() && *put) return Status::OK();
+  (void)blobs_->Delete(aside);
+  if (!put.ok()) return put.status().WithContext("cannot write log record " + record);
+  return Status::InvalidArgument("log record " + record + " is in the log after all (a listing lagged): not quarantining it");
 }
 
 }  // namespace chunkstore::internal

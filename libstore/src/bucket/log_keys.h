@@ -37,7 +37,7 @@ inline constexpr const char* kSequencedSuffix = "-change";
 inline constexpr const char* kCheckpointMeta = "bucket_checkpoint";
 inline constexpr size_t kLogTailSize = 10 + 1 + 13;  // "<epoch>-<ms>"
 inline constexpr int64_t kLastSequence = 9999999999999;  // 13 digits
-// MissingNumbers stops counting past this many.
+// The most numbers in a row MissingNumbers takes for a lag.
 inline constexpr size_t kMostMissingNumbers = 4096;
 
 inline bool AllDigits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
@@ -93,9 +93,14 @@ inline std::string CheckpointTail(const std::string& key) {
 // from `listed` (keys after `after`, in order): those of every number
 // after after's (1 for "", the log from its start) that sorts before a
 // listed key of the same epoch, a checkpoint mark counting as preceded by
-// its own number's change set. Keys of other epochs are left alone.
-inline std::vector<std::string> MissingNumbers(const std::string& after, const std::vector<std::string>& listed) {
+// its own number's change set. Keys of other epochs are left alone. Where
+// more than kMostMissingNumbers numbers in a row are missing, *too_far
+// gets the listed key after them (no lag skips so many) and the count
+// stops there.
+inline std::vector<std::string> MissingNumbers(const std::string& after, const std::vector<std::string>& listed,
+                                               std::string* too_far) {
   std::vector<std::string> missing;
+  too_far->clear();
   int64_t epoch = 1, next = 1;
   if (!after.empty()) {
     if (!ParseLogKey(after, &epoch, &next)) return missing;
@@ -105,11 +110,11 @@ inline std::vector<std::string> MissingNumbers(const std::string& after, const s
     int64_t e = 0, seq = 0;
     if (!ParseLogKey(key, &e, &seq) || e != epoch) continue;
     const int64_t last_before = IsCheckpointMark(key) ? seq : seq - 1;
-    for (; next <= last_before; ++next) {
-      // A listing thousands of numbers short is no lag: the caller says so.
-      if (missing.size() > kMostMissingNumbers) return missing;
-      missing.push_back(SequencedKey(epoch, next));
+    if (last_before - next + 1 > static_cast<int64_t>(kMostMissingNumbers)) {
+      *too_far = key;
+      return missing;
     }
+    for (; next <= last_before; ++next) missing.push_back(SequencedKey(epoch, next));
     next = std::max(next, seq + 1);
   }
   return missing;

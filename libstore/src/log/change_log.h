@@ -106,6 +106,10 @@ class ChangeLog {
     // the replay went around (a bucket checkpoint passed over for the one
     // before it).
     bool stopped = false;
+    // A change the log's state is without: a record gone from the middle
+    // of a bucket's sequenced log. gc and checkpoints refuse to go on
+    // over it (they would make the loss final), until a repair records it.
+    bool lost_change = false;
   };
   // Replays the whole log into truth (an empty index; may be null) and
   // returns what is wrong with the log itself, for verify: a record that
