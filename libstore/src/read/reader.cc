@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/stream_copy.h"
 #include "format/manifest.h"
 #include "hash/chain.h"
 #include "hash/sha256_pair.h"
@@ -620,6 +621,8 @@ class ObjectReader final : public Reader {
     if (offset >= size_ || n == 0) return size_t{0};
     n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
     auto* out = static_cast<uint8_t*>(buf);
+    // A buffer this large is not read back from the caches (StreamCopy).
+    const bool far = n >= kStreamCopyMin;
     size_t done = 0;
     while (done < n) {
       const uint64_t at = offset + done;
@@ -631,7 +634,10 @@ class ObjectReader final : public Reader {
       const Bytes& chunk = sequential ? cur_ : rand_;
       const size_t within = static_cast<size_t>(at - starts_[i]);
       const size_t take = std::min(n - done, chunk->size() - within);
-      std::memcpy(out + done, chunk->data() + within, take);
+      if (far)
+        StreamCopy(out + done, chunk->data() + within, take);
+      else
+        std::memcpy(out + done, chunk->data() + within, take);
       done += take;
     }
     return n;
