@@ -12,9 +12,10 @@
 
 namespace chunkstore::internal {
 
-// Copies n bytes from src to dst (which must not overlap), as memcpy does;
-// the bytes are in memory, not in the caches, when it returns. Falls back
-// to memcpy where the CPU has no such stores. Thread safety: none needed.
+// Copies n bytes from src to dst (which must not overlap), as memcpy does,
+// the bulk of them with non-temporal stores, ordered (a fence) before it
+// returns. Short copies, and where the CPU has no such stores, are plain
+// memcpy. Thread safety: none needed.
 void StreamCopy(void* dst, const void* src, size_t n);
 
 // Reads of at least this many bytes in one call copy with StreamCopy.

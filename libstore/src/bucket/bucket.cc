@@ -245,6 +245,12 @@ std::string MissingRecord(const std::string& where, const std::string& key) {
          " is missing: the log's numbers skip it, so its change is lost (passed over)";
 }
 
+std::string LostChangeAdvice(const std::string& key) {
+  return "put the record back if a copy exists (bucket versioning, a backup), or accept the loss with "
+         "`chunkstore repair quarantine " +
+         key.substr(0, 200) + "`";
+}
+
 namespace {
 bool RemovesSomething(const ChangeSet& change) {
   return !change.removed_objects.empty() || !change.removed_chunks.empty() || !change.removed_packs.empty() ||
@@ -270,11 +276,15 @@ class BucketLog::HeldBucket final : public ChangeLog::Held {
     CHUNKSTORE_RETURN_IF_ERROR(into.PrepareBucketCache());
     bool behind = false;
     std::vector<Problem> problems;
-    CHUNKSTORE_RETURN_IF_ERROR(log_->Follow(&into, &problems, &behind));
+    Status s = log_->Follow(&into, &problems, &behind);
+    // A number gone since gc's first replay (a later step follows on from
+    // it): the next gc starts from a whole replay, which says what it is.
+    if (s.IsNotFound()) return Status::Busy("gc stopped: " + s.message() + "; run gc again");
+    CHUNKSTORE_RETURN_IF_ERROR(s);
     // gc deciding without a lost change would delete the packs it names
     // (no record names them), and end any chance of getting it back.
     for (const Problem& p : problems)
-      if (p.lost_change) return Status::Corruption("gc stopped: " + p.message + "; see repair quarantine");
+      if (p.lost_change) return Status::Corruption("gc stopped: " + p.message + "; " + LostChangeAdvice(p.record));
     if (behind)
       return Status::Busy("the log of " + log_->blobs_->Describe() +
                           " changed meanwhile (two new checkpoints, or a record that arrived out of order); try again");
@@ -537,7 +547,12 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
   std::set<std::string> filled;
   Result<std::vector<std::string>> keys = FillNumbers(newest, std::move(*listed), &filled);
   if (!keys.ok()) {
-    *behind = true;  // Bootstrap says what it is, if the gap is still there
+    // Past a checkpoint it has not applied, the gap may be what that
+    // checkpoint's cleanup left: a rebuild starts after it. Otherwise the
+    // gap is in the log (a rebuild would find it again, at the price of
+    // the whole checkpoint).
+    if (new_marks == 0) return keys.status();
+    *behind = true;
     return Status::OK();
   }
   std::vector<std::string> todo;
@@ -661,6 +676,10 @@ Status BucketLog::Write(ChangeSet& change, Applied* applied, bool* made,
     NoteEpoch(key);
     if (checkpoint_records_ > 0 && change.kind != ChangeSet::kGc) {
       Result<std::string> mark = db->GetMeta(kCheckpointMeta);
+      // After a refused checkpoint (a lost change: WriteCheckpoint), the
+      // next try waits for as many records again, not for every commit.
+      Result<std::string> refused = db->GetMeta(kCheckpointRefusedMeta);
+      if (mark.ok() && refused.ok() && *refused > *mark) mark = *refused;
       Result<uint64_t> since = mark.ok() ? db->CountAppliedAfter(*mark) : Result<uint64_t>(mark.status());
       if (since.ok() && *since >= checkpoint_records_) checkpoint_due_ = true;
     }

@@ -168,7 +168,10 @@ class BucketLog final : public ChangeLog {
   // null) lacks; an empty one is bootstrapped. *behind: the index has not
   // seen the second-newest checkpoint, so records it lacks may be gone, or
   // a record listed now sorts before one it applied and the two do not
-  // commute (nothing was applied; rebuild it).
+  // commute (nothing was applied; rebuild it), or a sequenced log skips
+  // too many numbers after a checkpoint it has not applied. NotFound: a
+  // record, listed or a number the listing skipped, was not there when
+  // fetched (rebuild it: a checkpoint may have covered it).
   Status Follow(Index* scratch, std::vector<Problem>* problems, bool* behind);
   // Fills an empty index from the newest usable checkpoint and the records
   // after its mark (or the whole log, where no checkpoint was written).
@@ -179,7 +182,8 @@ class BucketLog final : public ChangeLog {
   // applied, when a key meets a record the index applied after it that it
   // does not commute with (the index must be rebuilt).
   // filled (optional): keys put in by FillNumbers; one that is not there
-  // is passed over, and added to *gone.
+  // is passed over and added to *gone where gone is given, else NotFound
+  // (as for a listed key gone when fetched).
   Status ApplyKeys(Index* scratch, const std::vector<std::string>& keys, bool* reorder = nullptr,
                    const std::set<std::string>* filled = nullptr, std::vector<std::string>* gone = nullptr);
   // Sequenced logs: keys (listed after `after`, "" for the whole log) with
@@ -214,9 +218,10 @@ class BucketLog final : public ChangeLog {
   // cache is rebuilt, where it fell two checkpoints behind.
   Status Claim(ChangeSet& change, std::string newest, bool* made, std::string* key,
                std::unique_lock<std::mutex>& refresh, const std::function<Status(Index&, ChangeSet&)>& recheck);
-  // Quarantine of a sequenced log's record that no GET finds: records
-  // the loss in quarantine/ (an empty blob) and takes the number with an
-  // empty change set. NotFound past the newest record.
+  // Quarantine of a sequenced log's record that no GET finds: only one a
+  // replay of the log finds missing (a lost change); records the loss in
+  // quarantine/ (KEY.missing) and takes the number with an empty change
+  // set. NotFound for any other.
   Status RecordMissing(const std::string& record);
   // Whether change, checked against what the writer saw, still holds on
   // the cache as it is now (after a lost claim applied others' records).
@@ -249,6 +254,8 @@ class BucketLog final : public ChangeLog {
 int64_t MinimumLogRetentionSeconds();
 // What verify says of a sequenced log's record found missing at `key`.
 std::string MissingRecord(const std::string& where, const std::string& key);
+// What to do about the lost change of record `key`.
+std::string LostChangeAdvice(const std::string& key);
 // Who holds a lock blob, as its body says after "gc " or "writer ": this
 // host, the process id and what tells its process ids from other
 // machines' and containers' ("on HOST, pid N, boot ID, pidns pid:[INODE]").

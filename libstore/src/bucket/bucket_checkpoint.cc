@@ -107,7 +107,8 @@ Status BucketLog::ApplyFilled(Index* scratch, const std::string& after, std::vec
   if (!all.ok()) return all.status();
   Status s = ApplyKeys(scratch, *all, nullptr, &filled, &gone);
   if (problems)
-    for (const std::string& key : gone) problems->push_back({true, MissingRecord(blobs_->Describe(), key), false, true});
+    for (const std::string& key : gone)
+      problems->push_back({true, MissingRecord(blobs_->Describe(), key), false, true, key});
   return s;
 }
 
@@ -122,7 +123,14 @@ Status BucketLog::WriteCheckpoint(std::string* tail_out) {
   // A checkpoint over a lost change would hide the loss from every later
   // verify, and let the records after it go.
   for (const Problem& p : problems)
-    if (p.lost_change) return Status::Corruption("no checkpoint written: " + p.message + "; see repair quarantine");
+    if (p.lost_change) {
+      {
+        auto db = index_->Lock();
+        Result<std::string> newest = db->NewestApplied();
+        if (newest.ok()) (void)db->SetMeta(kCheckpointRefusedMeta, *newest);
+      }
+      return Status::Corruption("no checkpoint written: " + p.message + "; " + LostChangeAdvice(p.record));
+    }
   Result<std::string> newest = (*scratch)->NewestApplied();
   if (!newest.ok()) return newest.status();
   std::string bytes;
@@ -311,13 +319,17 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   // What a repair set aside stays on record: its change is lost.
   Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);
   if (!aside.ok()) return aside.status();
+  const size_t missing_suffix = std::char_traits<char>::length(kMissingSuffix);
   for (const BlobInfo& b : *aside) {
-    const std::string record = std::string(kLogPrefix) + b.key.substr(std::string(kQuarantinePrefix).size(), 200);
-    problems.push_back({false, b.size == 0 ? "log record " + record +
-                                                 " was missing and its number was filled by a repair (its change is lost)"
-                                           : "log record " + record +
-                                                 " was quarantined as damaged (its change is lost; the bytes are kept at " +
-                                                 b.key.substr(0, 200) + ")"});
+    std::string record = std::string(kLogPrefix) + b.key.substr(std::string(kQuarantinePrefix).size(), 200);
+    const bool missing = record.size() > missing_suffix &&
+                         record.compare(record.size() - missing_suffix, missing_suffix, kMissingSuffix) == 0;
+    if (missing) record.resize(record.size() - missing_suffix);
+    problems.push_back({false, missing ? "log record " + record +
+                                             " was missing and its number was filled by a repair (its change is lost)"
+                                       : "log record " + record +
+                                             " was quarantined as damaged (its change is lost; the bytes are kept at " +
+                                             b.key.substr(0, 200) + ")"});
   }
   return problems;
 }
@@ -363,27 +375,34 @@ Status BucketLog::Quarantine(const std::string& record) {
 }
 
 Status BucketLog::RecordMissing(const std::string& record) {
-  // Only a number inside the run: one past the newest is a number no
-  // writer has claimed yet, not a lost one.
-  Result<std::vector<std::string>> later = ListLog(record);
-  if (!later.ok()) return later.status();
-  if (later->empty())
-    return Status::NotFound("log record " + record + " is not in the log, and no record follows it: nothing is missing");
+  // Only a change a replay of the log finds lost: not a number past the
+  // newest (unclaimed yet), nor one a checkpoint covers (its cleanup
+  // deleted it, and the checkpoint holds its change).
+  Result<std::vector<Problem>> problems = Check(nullptr);
+  if (!problems.ok()) return problems.status();
+  bool lost = false;
+  for (const Problem& p : *problems) lost = lost || (p.lost_change && p.record == record);
+  if (!lost)
+    return Status::NotFound("log record " + record + " is not in the log, and a replay of the log misses nothing there");
   // The loss is put on record first (verify lists quarantine/ from then
   // on), then the number is taken by an empty change set, so that gc and
-  // checkpoints go on. If the record turns up meanwhile (a listing that
-  // lagged), it stays, and so does nothing else.
-  const std::string aside = kQuarantinePrefix + record.substr(std::string(kLogPrefix).size());
-  CHUNKSTORE_RETURN_IF_ERROR(blobs_->Put(aside, "", 0));
+  // checkpoints go on.
+  const std::string aside = kQuarantinePrefix + record.substr(std::string(kLogPrefix).size()) + kMissingSuffix;
+  Result<bool> noted = blobs_->PutIfAbsent(aside, "", 0);
+  if (!noted.ok()) return noted.status().WithContext("cannot write " + aside);
+  // (Already there: a repair whose write of the record failed before.)
   ChangeSet none;
   none.kind = ChangeSet::kPublish;
   none.time = NowSeconds();
   const std::string empty = EncodeChangeSet(none, secret_, record);
   Result<bool> put = blobs_->PutIfAbsent(record, empty.data(), empty.size());
-  if (put.ok() && *put) return Status::OK();
+  // An error may still have stored it (the answer was lost): the note
+  // stays, and running the repair again says which.
+  if (!put.ok()) return put.status().WithContext("cannot write log record " + record + " (run the repair again)");
+  if (*put) return Status::OK();
   (void)blobs_->Delete(aside);
-  if (!put.ok()) return put.status().WithContext("cannot write log record " + record);
-  return Status::InvalidArgument("log record " + record + " is in the log after all (a listing lagged): not quarantining it");
+  return Status::InvalidArgument("log record " + record +
+                                 " was written since the replay that found it missing: not quarantining it");
 }
 
 }  // namespace chunkstore::internal

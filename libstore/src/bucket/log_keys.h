@@ -35,6 +35,12 @@ inline constexpr const char* kSequencedSuffix = "-change";
 // The meta key under which a cache records the newest checkpoint mark it
 // applied (or started from).
 inline constexpr const char* kCheckpointMeta = "bucket_checkpoint";
+// The meta key under which a cache records the newest key applied when a
+// checkpoint was last refused (a lost change).
+inline constexpr const char* kCheckpointRefusedMeta = "bucket_checkpoint_refused";
+// quarantine/<epoch>-<seq>-change + this: the record of a number found
+// missing and filled by a repair (Store::QuarantineLogRecord).
+inline constexpr const char* kMissingSuffix = ".missing";
 inline constexpr size_t kLogTailSize = 10 + 1 + 13;  // "<epoch>-<ms>"
 inline constexpr int64_t kLastSequence = 9999999999999;  // 13 digits
 // The most numbers in a row MissingNumbers takes for a lag.

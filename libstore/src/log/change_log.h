@@ -110,6 +110,7 @@ class ChangeLog {
     // of a bucket's sequenced log. gc and checkpoints refuse to go on
     // over it (they would make the loss final), until a repair records it.
     bool lost_change = false;
+    std::string record = {};  // with lost_change: the key of the record gone
   };
   // Replays the whole log into truth (an empty index; may be null) and
   // returns what is wrong with the log itself, for verify: a record that
