@@ -219,6 +219,34 @@ TEST_P(BucketListingTest, ARecordGoneFromTheLogIsPassedOverAndReported) {
   }
 }
 
+// A writer whose claim of a number is refused knows that record is
+// stored: it fetches it even where the listing leaves it out, and takes
+// the next number (else it would try the same one until it gave up).
+TEST_P(BucketListingTest, AWriterWhoseNumberIsTakenFetchesTheRecordAListingLeavesOut) {
+  auto a = OpenMachine(dir_ / "a");
+  auto b = OpenMachine(dir_ / "b");
+  ASSERT_TRUE(a && b);
+  const auto x = RandomBytes(5000, 31), y = RandomBytes(5000, 32), z = RandomBytes(5000, 33);
+  ASSERT_TRUE(a->PublishBytes(x.data(), x.size(), "x").ok());
+  ASSERT_TRUE(b->Refresh().ok());
+  ASSERT_TRUE(a->PublishBytes(y.data(), y.size(), "y").ok());
+  ASSERT_EQ(NumberOf(*backend_, "y"), 2);
+  faulty_->HideFromListings(SequencedKey(1, 2));
+  faulty_->ForgetRequests();
+  auto put = b->PublishBytes(z.data(), z.size(), "z");
+  faulty_->HideFromListings("");
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ(NumberOf(*backend_, "z"), 3);
+  int claims = 0;
+  for (const std::string& r : faulty_->request_log()) claims += r == "PUT " + SequencedKey(1, 2);
+  EXPECT_EQ(claims, 1);
+  for (const auto& [name, want] : {std::pair{"x", &x}, std::pair{"y", &y}, std::pair{"z", &z}}) {
+    auto got = ReadObject(*b, name);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status().ToString();
+    EXPECT_EQ(*got, *want) << name;
+  }
+}
+
 // A record thousands of numbers past the newest is no lag: every machine
 // refuses the log, naming it, and takes it again once the record is gone.
 TEST_P(BucketListingTest, ARecordFarPastTheNumbersIsRefusedByName) {

@@ -491,7 +491,7 @@ Result<std::vector<std::string>> BucketLog::ListLog(const std::string& start_aft
   return keys;
 }
 
-Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* behind) {
+Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* behind, const std::string& known) {
   *behind = false;
   // The cache holds what the log held when it was listed, not when the
   // records were applied (which may take long): a claim's freshness
@@ -522,6 +522,12 @@ Status BucketLog::Follow(Index* scratch, std::vector<Problem>* problems, bool* b
   if (!sequenced_ && ParseLogKey(newest, &epoch, &ms)) start_after = LogKeyPrefix(epoch, ms - kLogLookbackMs);
   Result<std::vector<std::string>> listed = ListLog(start_after);
   if (!listed.ok()) return listed.status();
+  // A record known to be stored (a claim of its number was refused) that
+  // a lagging listing leaves out is fetched, with the numbers before it.
+  if (sequenced_ && known > newest && IsLogKey(known, true)) {
+    const auto at = std::lower_bound(listed->begin(), listed->end(), known);
+    if (at == listed->end() || *at != known) listed->insert(at, known);
+  }
   std::set<std::string> applied;
   CHUNKSTORE_RETURN_IF_ERROR(WithIndex(scratch, [&](Index& index) -> Status {
     Result<std::set<std::string>> a = index.AppliedAfter(start_after);
@@ -710,9 +716,9 @@ Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::
   // (DropCovered): follow it first.
   // Follows the log; where that applied records, checks that the change
   // still stands on them.
-  auto follow = [&]() -> Status {
+  auto follow = [&](const std::string& known) -> Status {
     bool behind = false;
-    Status s = Follow(nullptr, nullptr, &behind);
+    Status s = Follow(nullptr, nullptr, &behind, known);
     if (behind || s.IsNotFound()) {
       // Two checkpoints behind, or a record listed was gone when fetched
       // (a checkpoint dropped it): start again from the newest checkpoint.
@@ -737,7 +743,7 @@ Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::
     return StillStands(change);
   };
   const int64_t followed = followed_at_ms_.load();
-  if (followed < 0 || SteadyMs() - followed > kClaimFreshSeconds * 1000) CHUNKSTORE_RETURN_IF_ERROR(follow());
+  if (followed < 0 || SteadyMs() - followed > kClaimFreshSeconds * 1000) CHUNKSTORE_RETURN_IF_ERROR(follow({}));
   for (int attempt = 0;; ++attempt) {
     int64_t epoch = 1, seq = 0;
     if (!newest.empty() && !ParseLogKey(newest, &epoch, &seq))
@@ -761,7 +767,7 @@ Status BucketLog::Claim(ChangeSet& change, std::string newest, bool* made, std::
                           blobs_->Describe() + " in a row before this change; try again");
     if (attempt >= 2)
       std::this_thread::sleep_for(std::chrono::milliseconds(jitter() % (5u << std::min(attempt, 6))));
-    CHUNKSTORE_RETURN_IF_ERROR(follow());
+    CHUNKSTORE_RETURN_IF_ERROR(follow(*key));
   }
 }
 

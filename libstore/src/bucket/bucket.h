@@ -172,7 +172,9 @@ class BucketLog final : public ChangeLog {
   // too many numbers after a checkpoint it has not applied. NotFound: a
   // record, listed or a number the listing skipped, was not there when
   // fetched (rebuild it: a checkpoint may have covered it).
-  Status Follow(Index* scratch, std::vector<Problem>* problems, bool* behind);
+  // known (sequenced logs, may be empty): a key known to be stored, which
+  // is fetched even where the listing leaves it out.
+  Status Follow(Index* scratch, std::vector<Problem>* problems, bool* behind, const std::string& known = {});
   // Fills an empty index from the newest usable checkpoint and the records
   // after its mark (or the whole log, where no checkpoint was written).
   // problems (optional) gets the checkpoints passed over, and why.
