@@ -247,6 +247,36 @@ TEST_P(BucketListingTest, AWriterWhoseNumberIsTakenFetchesTheRecordAListingLeave
   }
 }
 
+// A checkpoint refused over a lost change is tried again only once as
+// many records again have come, not after every commit: each try
+// replays the whole log.
+TEST_P(BucketListingTest, ACheckpointRefusedOverALostChangeWaitsBeforeTryingAgain) {
+  auto a = OpenMachine(dir_ / "a");
+  ASSERT_TRUE(a);
+  const auto x = RandomBytes(5000, 34), y = RandomBytes(5000, 35);
+  ASSERT_TRUE(a->PublishBytes(x.data(), x.size(), "x").ok());
+  ASSERT_TRUE(a->PublishBytes(y.data(), y.size(), "y").ok());
+  ASSERT_TRUE(a->PublishBytes(x.data(), x.size(), "x1").ok());
+  ASSERT_TRUE(backend_->Delete(SequencedKey(1, NumberOf(*backend_, "y"))).ok());
+  Options every3 = testing::SmallChunks();
+  every3.bucket_checkpoint_records = 3;
+  auto c = OpenMachine(dir_ / "c", every3);  // holds two records, and no checkpoint
+  ASSERT_TRUE(c);
+  // Each try at a checkpoint starts by listing the checkpoints.
+  auto tries_after_publish = [&](const std::string& name) {
+    faulty_->ForgetRequests();
+    EXPECT_TRUE(c->PublishBytes(name.data(), name.size(), name).ok()) << name;
+    int n = 0;
+    for (const std::string& r : faulty_->request_log()) n += r == "LIST checkpoints/";
+    return n;
+  };
+  EXPECT_EQ(tries_after_publish("p1"), 1);  // three records: due, and refused
+  EXPECT_EQ(tries_after_publish("p2"), 0);
+  EXPECT_EQ(tries_after_publish("p3"), 0);
+  EXPECT_EQ(tries_after_publish("p4"), 1);  // three more
+  EXPECT_EQ(CountBlobs("checkpoints/"), 0u);
+}
+
 // A record thousands of numbers past the newest is no lag: every machine
 // refuses the log, naming it, and takes it again once the record is gone.
 TEST_P(BucketListingTest, ARecordFarPastTheNumbersIsRefusedByName) {
