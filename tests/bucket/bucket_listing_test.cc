@@ -10,6 +10,9 @@
 // Built into unit_tests and (with CHUNKSTORE_TEST_S3) s3_tests, like
 // bucket_test.cc.
 #include <algorithm>
+#include <initializer_list>
+#include <utility>
+#include <vector>
 
 #include "bucket/log_keys.h"
 #include "format/change_set.h"
@@ -76,6 +79,15 @@ int64_t NumberOf(BlobStore& blobs, const std::string& name) {
   return 0;
 }
 
+// Expects s to read each name as the bytes given for it.
+void ExpectReads(Store& s, std::initializer_list<std::pair<const char*, const std::vector<uint8_t>*>> want) {
+  for (const auto& [name, bytes] : want) {
+    auto got = ReadObject(s, name);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status().ToString();
+    EXPECT_EQ(*got, *bytes) << name;
+  }
+}
+
 // A cache that follows the log (b) and one made while the listing lags
 // (fresh) both hold the change the listing left out, and keep it once the
 // listing catches up.
@@ -97,11 +109,7 @@ TEST_P(BucketListingTest, ARecordAListingLeavesOutIsFetchedNotSkipped) {
   ASSERT_TRUE(b->Refresh().ok());
   ASSERT_TRUE(fresh->Refresh().ok());
   for (Store* s : {b.get(), fresh.get()}) {
-    for (const auto& [name, want] : {std::pair{"x", &x}, std::pair{"y", &y}, std::pair{"z", &z}}) {
-      auto got = ReadObject(*s, name);
-      ASSERT_TRUE(got.ok()) << name << ": " << got.status().ToString();
-      EXPECT_EQ(*got, *want) << name;
-    }
+    ExpectReads(*s, {{"x", &x}, {"y", &y}, {"z", &z}});
     auto names = s->List();
     ASSERT_TRUE(names.ok());
     EXPECT_EQ(names->size(), 3u);
@@ -130,9 +138,7 @@ TEST_P(BucketListingTest, AGcWhoseListingLeavesOutARecordKeepsWhatItUses) {
   auto fresh = OpenMachine(dir_ / "fresh");
   ASSERT_TRUE(fresh);
   for (Store* s : {a.get(), g.get(), fresh.get()}) {
-    auto got = ReadObject(*s, "again");
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(*got, old);
+    ExpectReads(*s, {{"again", &old}});
   }
   auto v = fresh->Verify();
   ASSERT_TRUE(v.ok()) << v.status().ToString();
@@ -167,9 +173,7 @@ TEST_P(BucketListingTest, ARecordGoneFromTheLogIsPassedOverAndReported) {
   EXPECT_NE(std::find(requests.begin(), requests.end(), "LIST checkpoints/"), requests.end())
       << "the cache passed over a number without starting again";
   for (Store* s : {b.get(), fresh.get()}) {
-    auto got = ReadObject(*s, "z");
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(*got, z);
+    ExpectReads(*s, {{"z", &z}});
     EXPECT_TRUE(ReadObject(*s, "y").status().IsNotFound());
   }
   auto v = fresh->Verify();
@@ -212,11 +216,7 @@ TEST_P(BucketListingTest, ARecordGoneFromTheLogIsPassedOverAndReported) {
   EXPECT_GT(CountBlobs("checkpoints/"), before);
   auto after = OpenMachine(dir_ / "after");
   ASSERT_TRUE(after);
-  for (const auto& [name, want] : {std::pair{"x", &x}, std::pair{"z", &z}, std::pair{"x2", &x}, std::pair{"z2", &z}}) {
-    auto got = ReadObject(*after, name);
-    ASSERT_TRUE(got.ok()) << name << ": " << got.status().ToString();
-    EXPECT_EQ(*got, *want) << name;
-  }
+  ExpectReads(*after, {{"x", &x}, {"z", &z}, {"x2", &x}, {"z2", &z}});
 }
 
 // A writer whose claim of a number is refused knows that record is
@@ -240,11 +240,7 @@ TEST_P(BucketListingTest, AWriterWhoseNumberIsTakenFetchesTheRecordAListingLeave
   int claims = 0;
   for (const std::string& r : faulty_->request_log()) claims += r == "PUT " + SequencedKey(1, 2);
   EXPECT_EQ(claims, 1);
-  for (const auto& [name, want] : {std::pair{"x", &x}, std::pair{"y", &y}, std::pair{"z", &z}}) {
-    auto got = ReadObject(*b, name);
-    ASSERT_TRUE(got.ok()) << name << ": " << got.status().ToString();
-    EXPECT_EQ(*got, *want) << name;
-  }
+  ExpectReads(*b, {{"x", &x}, {"y", &y}, {"z", &z}});
 }
 
 // A checkpoint refused over a lost change is tried again only once as
