@@ -32,11 +32,17 @@ using ChunkMemory = std::unique_ptr<uint8_t[], FreeBytes>;
 // reads fills its chunk buffers once, and a 2 MiB page costs one fault
 // where 4 KiB pages cost 512. Where huge pages are off or unavailable the
 // advice is ignored and nothing else changes.
+// ChunkMemorySize(n) is how many bytes AllocateChunkMemory(n) provides:
+// n, or n rounded up to whole 2 MiB pages.
+inline constexpr size_t kChunkHugePage = size_t{2} << 20;
+inline size_t ChunkMemorySize(size_t n) {
+  return n >= kChunkHugePage ? (n + kChunkHugePage - 1) & ~(kChunkHugePage - 1) : n;
+}
 inline ChunkMemory AllocateChunkMemory(size_t n) {
-  constexpr size_t kHuge = size_t{2} << 20;
+  constexpr size_t kHuge = kChunkHugePage;
   void* p;
   if (n >= kHuge) {
-    const size_t whole = (n + kHuge - 1) & ~(kHuge - 1);
+    const size_t whole = ChunkMemorySize(n);
     p = std::aligned_alloc(kHuge, whole);
     if (p) ::madvise(p, whole, MADV_HUGEPAGE);
   } else {
@@ -78,10 +84,13 @@ class Buffer {
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   // Contents are not preserved when the buffer grows. `reserve` asks for
-  // room beyond n, so that later, slightly larger sizes fit too.
+  // room beyond n, so that later, slightly larger sizes fit too. The
+  // capacity is all the memory allocated: a block of whole huge pages
+  // counts its rounding, so a later chunk that fits in it does not cost a
+  // new block (and a new round of page faults).
   void Resize(size_t n, size_t reserve = 0) {
     if (n > capacity_) {
-      const size_t want = reserve > n ? reserve : n;
+      const size_t want = ChunkMemorySize(reserve > n ? reserve : n);
       bytes_ = AllocateChunkMemory(want);
       capacity_ = want;
     }
