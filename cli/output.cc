@@ -31,28 +31,63 @@ int Fail(const chunkstore::Status& s, int code) {
   return code;
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence that starts at s[i] (1 to
+// 4 bytes), or 0 where none does: a stray continuation byte, a truncated
+// or overlong sequence, a surrogate, or a code point past U+10FFFF.
+size_t Utf8SequenceAt(const std::string& s, size_t i) {
+  const auto at = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const unsigned c = at(0);
+  if (c < 0x80) return 1;
+  const auto cont = [&](size_t k) { return at(k) >= 0x80 && at(k) <= 0xbf; };
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    const unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    return at(1) >= lo && at(1) <= hi && cont(2) ? 3 : 0;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    const unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    return at(1) >= lo && at(1) <= hi && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::string Printable(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
+  char buf[8];
+  for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
-    // C1 controls are U+0080-U+009F, in UTF-8 the bytes C2 80 to C2 9F.
-    const bool c1 = c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0 &&
-                    static_cast<unsigned char>(text[i + 1]) >= 0x80;
-    if (c >= 0x20 && c != 0x7f && !c1) {
-      out += static_cast<char>(c);
+    if (c < 0x20 || c == 0x7f) {
+      switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+      }
+      ++i;
       continue;
     }
-    const unsigned v = c1 ? static_cast<unsigned char>(text[++i]) : c;
-    switch (v) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, c1 ? "\\u%04x" : "\\x%02x", v);
-        out += buf;
-      }
+    const size_t n = Utf8SequenceAt(text, i);
+    if (n == 0) {
+      // Not UTF-8: a terminal in an 8-bit mode could take a lone 0x9b
+      // for a control sequence, and no reader can tell what it was.
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else if (n == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
+      // C1 controls, U+0080 to U+009F.
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(text[i + 1]));
+      out += buf;
+      i += 2;
+    } else {
+      out.append(text, i, n);
+      i += n;
     }
   }
   return out;

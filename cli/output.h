@@ -21,8 +21,9 @@ int Fail(const chunkstore::Status& s, int code);
 inline int Fail(const chunkstore::Status& s) { return Fail(s, ExitFor(s)); }
 
 // text with its control characters (C0, DEL, C1) written as \n, \r, \t,
-// \xNN or \uNNNN, so a file name or a server's reply cannot break a line
-// of output or drive the terminal. Every message and path printed as text
+// \xNN or \uNNNN, and every byte that is not part of well-formed UTF-8
+// as \xNN, so a file name or a server's reply cannot break a line of
+// output or drive the terminal. Every message and path printed as text
 // goes through it; JSON output escapes on its own.
 std::string Printable(const std::string& text);
 

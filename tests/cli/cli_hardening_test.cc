@@ -360,6 +360,37 @@ TEST_F(Cli, ControlCharactersInMessagesAndPathsAreEscaped) {
   EXPECT_EQ(nlohmann::json::parse(j.out)["published"][0]["input"], odd);
 }
 
+// A name is bytes: what is not UTF-8 is shown as \xNN byte by byte (a lone
+// 0x9b is CSI to a terminal in an 8-bit mode), a C1 control written in
+// UTF-8 as \uNNNN, and UTF-8 text as it is.
+TEST_F(Cli, NameBytesThatAreNotUtf8AreEscapedOneByOne) {
+  const struct {
+    std::string name, shown;
+  } cases[] = {
+      {"lone\x9b" "31m", "lone\\x9b31m"},
+      {"c1\xc2\x9b" "31m", "c1\\u009b31m"},
+      {"cut\xe2\x82", "cut\\xe2\\x82"},            // a sequence that ends early
+      {"long\xc0\xaf", "long\\xc0\\xaf"},          // an overlong '/'
+      {"half\xed\xa0\x80", "half\\xed\\xa0\\x80"},  // a surrogate
+      {"far\xf4\x90\x80\x80", "far\\xf4\\x90\\x80\\x80"},  // past U+10FFFF
+      {"caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x93\xa6", "caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x93\xa6"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = dir_ / c.name;
+    testing::WriteFile(path, RandomBytes(10, 15));
+    Outcome p = Cs({"publish", path});
+    ASSERT_EQ(p.code, 0) << p.err;
+    EXPECT_NE(p.out.find(c.shown + "\n"), std::string::npos) << p.out;
+    Outcome e = Cs({"publish", path + "-missing"});
+    EXPECT_EQ(e.code, 1);
+    EXPECT_NE(e.err.find(c.shown + "-missing"), std::string::npos) << e.err;
+    if (c.name != c.shown) {
+      EXPECT_EQ(p.out.find(c.name), std::string::npos) << p.out;
+      EXPECT_EQ(e.err.find(c.name), std::string::npos) << e.err;
+    }
+  }
+}
+
 TEST_F(Cli, EveryFileOfAStoreIsPrivateToItsOwner) {
   ::umask(022);
   ASSERT_EQ(Cs({"publish", "--name", "small", Write("s", RandomBytes(100, 13))}).code, 0);
