@@ -70,8 +70,10 @@ def cli_section(cli, rel_path):
               "Its margin over H is what reading the input on another thread saves; the chain itself costs "
               "what H's hashing costs.",
               "- `cat REF > /dev/null` verifies every chunk on every core (chunk ids hashed two at a time) and "
-              "copies the bytes out of the packs; its cores-busy figure near the core count says the CPU, not "
-              "waiting, bounds it. The hashing row hashes in memory on every core and does nothing else, but one "
+              "copies the bytes out of the packs into memory of its own, where they are checked and from where "
+              "they are written (bytes checked in a mapping of the pack could change before they are written). "
+              "Where its cores-busy figure falls short of the core count, a core had nothing to run, for one "
+              "during the single-threaded start and exit (the fixed cost above). The hashing row hashes in memory on every core and does nothing else, but one "
               "message at a time per core, as OpenSSL does; this store's reads hash two chunks at a time per "
               "core where the CPU has SHA extensions, at P rather than S (\"Where the limits are\" above: 1.2-1.3x "
               "S on the Intel cores measured, 1.9x on the AMD ones), so a verified read can beat that row: it "
