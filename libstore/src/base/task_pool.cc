@@ -25,6 +25,11 @@ void TaskPool::Push(std::function<void()> job) {
   cv_.notify_one();
 }
 
+bool TaskPool::HasWaiting() {
+  std::lock_guard<std::mutex> l(mu_);
+  return !jobs_.empty();
+}
+
 void TaskPool::Work() {
 #ifdef SCHED_BATCH
   if (background_) {

@@ -34,6 +34,10 @@ class TaskPool {
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
 
+  // Whether a submitted task is waiting for a worker: a long task can make
+  // way for it, and go on while nothing waits.
+  bool HasWaiting();
+
   // Runs fn on a worker; the future yields its result.
   template <typename Fn>
   auto Submit(Fn fn) -> std::future<decltype(fn())> {

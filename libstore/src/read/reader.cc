@@ -341,10 +341,12 @@ class ObjectReader final : public Reader {
   }
 
   // One read-ahead run: verifies queued chunks until none is left, or
-  // until it has taken kRunChunks; then a new run at the back of the
-  // pool's queue takes the rest, so that a reader whose queue never
-  // empties (a read bound by verifying) leaves the workers to other
-  // readers of the store in turn. A run's end is counted under run_mu_
+  // until it has taken kRunChunks while another task waits for a worker;
+  // then a new run at the back of the pool's queue takes the rest, so
+  // that a reader whose queue never empties (a read bound by verifying)
+  // leaves the workers to other readers of the store in turn. While
+  // nothing else waits the run goes on: each end of a run leaves one lane
+  // to finish its chunk alone, at about half the speed of two. A run's end is counted under run_mu_
   // together with the queue it saw, so a chunk queued just after is never
   // left without a run, and the destructor waits for it (the run uses
   // this reader until then).
@@ -354,7 +356,7 @@ class ObjectReader final : public Reader {
     bool handed_over = false;
     auto take = [&](ChunkLoader::RunItem* item, bool last) {
       std::lock_guard<std::mutex> l(run_mu_);
-      if (queued_.empty() || taken == kRunChunks) {
+      if (queued_.empty() || (taken >= kRunChunks && loader_->ReadAhead().HasWaiting())) {
         if (!queued_.empty() && !handed_over) {
           handed_over = true;
           StartRun();
@@ -672,8 +674,8 @@ class ObjectReader final : public Reader {
   bool id_proven_ = false;   // a whole read in order proved the id (IdProven)
   bool keep_ = false;        // sequential reads keep what they check (KeepInCache)
   unsigned depth_ = 1;
-  // Chunks a read-ahead run takes before it makes way (Run); the end of
-  // its last chunk is hashed alone.
+  // Chunks a read-ahead run takes before it makes way for a waiting task
+  // (Run); the end of its last chunk is hashed alone.
   static constexpr size_t kRunChunks = 16;
   size_t next_in_order_ = SIZE_MAX;  // the chunk FetchSequential takes next when the read goes on in order
   unsigned ramp_ = 0;                // chunks taken in order since the last jump, at most 16
