@@ -14,9 +14,10 @@ the payload into a new file without a sync, after the same page recycling
 as the restore (the kernel's cost of filling the page cache, which
 `cat > FILE` also pays). A third reference is SHA-256 of data in memory on
 every core at once (`openssl speed -multi N`, one message at a time per
-core), as the time the payload's bytes take. From the CPU times comes a floor for
-`cat > FILE`: a verified read's CPU time plus the page-cache fill's, spread
-without loss over every core.
+core), as the time the payload's bytes take. From the CPU times come two
+floors: for `cat > /dev/null`, its own CPU time spread without loss over
+every core; for `cat > FILE`, a verified read's CPU time plus the
+page-cache fill's, spread likewise.
 A command's fixed cost (start-up and exit) is measured apart: `--version`
 and `cat` of a 4 KiB object, fresh processes in alternation.
 Peak RSS (VmHWM) and CPU time (user + system) of every command come from
@@ -124,6 +125,10 @@ def measure(exe, work, size_mib, rounds):
     cores = os.cpu_count()
     result["floor-cat-file"] = {"x_H": stats([h / ((a + b) / cores) for h, a, b in zip(
         secs["H"], cpu["cat-null"], cpu["ceiling-page-cache-write"])])}
+    # What `cat > /dev/null` would take with no core ever waiting: its own
+    # CPU time spread without loss over every core. The distance from the
+    # command to it is waiting; from it to a target, work.
+    result["floor-cat-null"] = {"x_H": stats([h / (c / cores) for h, c in zip(secs["H"], cpu["cat-null"])])}
     for n in names[1:]:
         result[n] = {"ms": stats([s * 1e3 for s in secs[n]]),
                      "x_H": stats([h / s for h, s in zip(secs["H"], secs[n])]),
