@@ -144,14 +144,25 @@ class FaultyBlobStore final : public BlobStore {
     on_get_range_ = std::move(fn);
   }
   Result<std::string> Get(const std::string& key) override {
+    std::function<void()> hook;
     {
       std::lock_guard<std::mutex> l(mu_);
       got_.push_back(key);
       if (!fail_gets_under_.empty() && key.rfind(fail_gets_under_, 0) == 0)
         return Status::IOError("GET " + key + ": 503 Service Unavailable (injected)");
+      if (on_get_ && key.rfind(on_get_prefix_, 0) == 0) hook = std::move(on_get_), on_get_ = nullptr;
     }
     Note("GET", key);
+    if (hook) hook();
     return t_->Get(key);
+  }
+  // Runs fn (once) just before the next whole-blob GET of a key under
+  // prefix is made: another machine's change that lands between a
+  // listing and the reads of what it listed.
+  void OnNextGet(const std::string& prefix, std::function<void()> fn) {
+    std::lock_guard<std::mutex> l(mu_);
+    on_get_prefix_ = prefix;
+    on_get_ = std::move(fn);
   }
   // How many whole-blob GETs asked for keys under prefix since the last
   // call to ForgetGets.
@@ -250,8 +261,8 @@ class FaultyBlobStore final : public BlobStore {
   bool broken_ = false;
   int mutations_ = 0;
   std::vector<std::string> got_, requests_;
-  std::string on_list_prefix_, on_get_range_prefix_;
-  std::function<void()> on_list_, on_get_range_;
+  std::string on_list_prefix_, on_get_range_prefix_, on_get_prefix_;
+  std::function<void()> on_list_, on_get_range_, on_get_;
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
   bool hold_armed_ = false, held_ = false, released_ = false;
