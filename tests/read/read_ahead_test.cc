@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "chunkstore/env.h"
+#include "read/read_ahead_budget.h"
 #include "test_util.h"
 
 namespace chunkstore {
@@ -229,6 +230,81 @@ TEST(ReadAhead, StopsAtTheLimitItIsGiven) {
     done += *n;
   }
   EXPECT_TRUE(std::equal(rest.begin(), rest.end(), data.begin() + static_cast<std::ptrdiff_t>(end)));
+}
+
+// Readers together hold no more read ahead than the process's budget: a
+// reader past it reads what it is asked for (and, in a whole read, the
+// next chunk, which proves the link), and every byte still comes out
+// right. What readers hand out or drop goes back to the budget.
+TEST(ReadAhead, ReadersTogetherHoldNoMoreThanTheBudget) {
+  TempDir dir;
+  WatchedEnv env(Env::Posix());
+  auto store = *Store::Open(dir / "s", Watched(&env, 2));
+  const auto data = RandomBytes(400000, 83);
+  auto r = store->PublishBytes(data.data(), data.size());
+  ASSERT_TRUE(r.ok());
+  auto chunks = *store->Chunks(r->id);
+  ASSERT_GE(chunks.size(), 20u);
+  const auto records = RecordOffsets({chunks});
+  auto first_byte = [&](Reader& reader) {
+    uint8_t b = 0;
+    auto n = reader.Read(&b, 1);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_EQ(*n, 1u);
+    EXPECT_EQ(b, data[0]);
+  };
+  ASSERT_EQ(internal::ReadAheadBytesHeld(), 0u);
+  struct Restore {
+    ~Restore() { internal::SetReadAheadBudgetForTesting(0); }
+  } restore;
+  // Room for about three chunks.
+  const uint64_t budget = 3 * (data.size() / chunks.size());
+  internal::SetReadAheadBudgetForTesting(budget);
+  std::vector<std::unique_ptr<Reader>> readers;
+  for (int i = 0; i < 12; ++i) {
+    readers.push_back(std::move(*store->OpenReader(r->id)));
+    first_byte(*readers.back());
+    EXPECT_LE(internal::ReadAheadBytesHeld(), budget) << "after reader " << i;
+    if (i == 0) {
+      EXPECT_GT(internal::ReadAheadBytesHeld(), 0u) << "the first reader read nothing ahead";
+    }
+  }
+  // A reader that finds the budget spent (none of it left, as set here)
+  // reads its first chunk and the next, nothing further.
+  ASSERT_GT(internal::ReadAheadBytesHeld(), 0u);
+  internal::SetReadAheadBudgetForTesting(internal::ReadAheadBytesHeld());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others' read-ahead has run
+  env.ForgetReads();
+  readers.push_back(std::move(*store->OpenReader(r->id)));
+  first_byte(*readers.back());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // any read-ahead queued has run
+  for (uint64_t off : env.ReadOffsets())
+    EXPECT_TRUE(off == records[0] || off == records[1]) << "a reader past the budget read the record at " << off;
+  // Every reader reads the rest right, the budget spent or not.
+  for (auto& reader : readers) {
+    std::vector<uint8_t> rest(data.size() - 1);
+    size_t done = 0;
+    while (done < rest.size()) {
+      auto n = reader->Read(rest.data() + done, rest.size() - done);
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      ASSERT_GT(*n, 0u);
+      done += *n;
+      EXPECT_LE(internal::ReadAheadBytesHeld(), budget);
+    }
+    EXPECT_TRUE(std::equal(rest.begin(), rest.end(), data.begin() + 1));
+  }
+  readers.clear();
+  EXPECT_EQ(internal::ReadAheadBytesHeld(), 0u) << "closed readers kept their share";
+  // With the budget back, a reader reads ahead again.
+  internal::SetReadAheadBudgetForTesting(0);
+  env.ForgetReads();
+  auto again = std::move(*store->OpenReader(r->id));
+  first_byte(*again);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GT(env.ReadOffsets().size(), 2u);
+  EXPECT_GT(internal::ReadAheadBytesHeld(), 0u);
+  again.reset();
+  EXPECT_EQ(internal::ReadAheadBytesHeld(), 0u);
 }
 
 // A reader closed with read-ahead still queued behind another reader's

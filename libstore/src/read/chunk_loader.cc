@@ -93,10 +93,14 @@ std::shared_ptr<Buffer> BufferPool::Get(size_t n) {
     }
   }
   if (!b) b = std::make_unique<Buffer>();
+  b->Resize(n, CapacityFor(n));
+  return std::shared_ptr<Buffer>(b.release(), [this](Buffer* p) { Put(p); });
+}
+
+size_t BufferPool::CapacityFor(size_t n) {
   // Large ones grow in whole MiB: a chunk a little larger than the last
   // still fits.
-  b->Resize(n, n < (64u << 10) ? n : (n + (1u << 20) - 1) & ~size_t{(1u << 20) - 1});
-  return std::shared_ptr<Buffer>(b.release(), [this](Buffer* p) { Put(p); });
+  return ChunkMemorySize(n < (64u << 10) ? n : (n + (1u << 20) - 1) & ~size_t{(1u << 20) - 1});
 }
 
 void BufferPool::Put(Buffer* b) {

@@ -68,6 +68,10 @@ class BufferPool {
   // A buffer of at least n bytes that returns to the pool when released.
   std::shared_ptr<Buffer> Get(size_t n);
 
+  // The memory a buffer made for n bytes holds (a pooled one may hold
+  // more: the smallest free buffer that fits is handed out).
+  static size_t CapacityFor(size_t n);
+
  private:
   void Put(Buffer* b);
   std::mutex mu_;

@@ -12,12 +12,14 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "base/stream_copy.h"
 #include "format/manifest.h"
 #include "hash/chain.h"
 #include "hash/sha256_pair.h"
 #include "index/refs.h"
+#include "read/read_ahead_budget.h"
 
 namespace chunkstore::internal {
 
@@ -280,9 +282,9 @@ class ObjectReader final : public Reader {
   // worker waits on its own fetch). Its future is set once it is settled;
   // one the task did not verify goes through Fetch, whose error names what
   // failed and which looks for a chunk gc has moved.
-  void SubmitOne(size_t i) {
+  void SubmitOne(size_t i, ReadAheadShare share) {
     auto promise = std::make_shared<std::promise<Result<Loaded>>>();
-    ahead_.emplace_back(i, promise->get_future());
+    ahead_.push_back(Ahead{i, promise->get_future(), std::move(share)});
     const bool chained = chained_, keep = keep_;
     loader_->ReadAhead().Submit([this, i, promise, chained, keep] {
       if (dropping_.load(std::memory_order_acquire)) {  // nobody will take it
@@ -316,16 +318,17 @@ class ObjectReader final : public Reader {
     else q.promise->set_value(FetchProven(q.index));
   }
 
-  // Queues chunks [i, i + n) for the read-ahead runs, starting runs up to
+  // Queues chunks [i, i + shares.size()) for the read-ahead runs, each
+  // with its share of the read-ahead budget, starting runs up to
   // one per worker. Each run (Run) takes queued chunks in order, two at a
   // time, until none is waiting; a lane whose partner finished first
   // takes the next chunk queued, even one queued after the run began, so
   // chunks are hashed alone only when the queue is empty.
-  void Enqueue(size_t i, size_t n) {
+  void Enqueue(size_t i, std::vector<ReadAheadShare> shares) {
     std::lock_guard<std::mutex> l(run_mu_);
-    for (size_t k = 0; k < n; ++k) {
+    for (size_t k = 0; k < shares.size(); ++k) {
       auto promise = std::make_shared<std::promise<Result<Loaded>>>();
-      ahead_.emplace_back(i + k, promise->get_future());
+      ahead_.push_back(Ahead{i + k, promise->get_future(), std::move(shares[k])});
       queued_.push_back(Queued{i + k, chained_, keep_, std::move(promise)});
     }
     while (runs_ < loader_->read_ahead_workers() && runs_ < queued_.size()) StartRun();
@@ -393,15 +396,15 @@ class ObjectReader final : public Reader {
   Result<Loaded> FetchSequential(size_t i) {
     // Past everything read ahead (a seek forward): none of it is wanted,
     // and waiting for each would cost their reads (a bucket's GETs).
-    if (!ahead_.empty() && ahead_.back().first < i) DropAhead();
-    while (!ahead_.empty() && ahead_.front().first < i) {
-      ahead_.front().second.wait();
+    if (!ahead_.empty() && ahead_.back().index < i) DropAhead();
+    while (!ahead_.empty() && ahead_.front().index < i) {
+      ahead_.front().loaded.wait();
       ahead_.pop_front();
     }
     Result<Loaded> r = Status::NotFound("");
     const bool in_order = i == next_in_order_;
-    if (!ahead_.empty() && ahead_.front().first == i) {
-      r = ahead_.front().second.get();
+    if (!ahead_.empty() && ahead_.front().index == i) {
+      r = ahead_.front().loaded.get();
       ahead_.pop_front();
     } else {
       DropAhead();
@@ -418,13 +421,21 @@ class ObjectReader final : public Reader {
     ramp_ = in_order ? std::min(ramp_ + 1, 16u) : 0;
     const size_t depth =
         loader_->remote() ? std::min<size_t>(depth_, ramp_ == 0 ? 0 : (size_t{1} << (ramp_ - 1)) - 1) : depth_;
-    size_t next = ahead_.empty() ? i + 1 : ahead_.back().first + 1;
+    size_t next = ahead_.empty() ? i + 1 : ahead_.back().index + 1;
     const size_t end = std::min(ahead_end_, entries_.size());
+    // Each chunk read ahead takes its share of the process's budget; past
+    // it, nothing more is read ahead until shares come back.
+    std::vector<ReadAheadShare> shares;
+    for (size_t k = next; ahead_.size() + shares.size() < depth && k < end; ++k) {
+      std::optional<ReadAheadShare> share = ReadAheadShare::Take(BufferPool::CapacityFor(entries_[k].length));
+      if (!share) break;
+      shares.push_back(std::move(*share));
+    }
+    if (shares.empty()) return r;
     if (loader_->group_reads()) {
-      const size_t n = std::min(depth - std::min(depth, ahead_.size()), end - std::min(end, next));
-      if (n > 0) Enqueue(next, n);
+      Enqueue(next, std::move(shares));
     } else {
-      for (; ahead_.size() < depth && next < end; ++next) SubmitOne(next);
+      for (ReadAheadShare& share : shares) SubmitOne(next++, std::move(share));
     }
     return r;
   }
@@ -440,7 +451,7 @@ class ObjectReader final : public Reader {
       queued_.clear();
     }
     dropping_.store(true, std::memory_order_release);
-    for (auto& f : ahead_) f.second.wait();
+    for (auto& a : ahead_) a.loaded.wait();
     ahead_.clear();
     dropping_.store(false, std::memory_order_release);
   }
@@ -680,7 +691,14 @@ class ObjectReader final : public Reader {
   size_t next_in_order_ = SIZE_MAX;  // the chunk FetchSequential takes next when the read goes on in order
   unsigned ramp_ = 0;                // chunks taken in order since the last jump, at most 16
   size_t ahead_end_ = SIZE_MAX;  // chunks at or past this index are not read ahead
-  std::deque<std::pair<size_t, std::future<Result<Loaded>>>> ahead_;
+  // A chunk read ahead: its index, its result to come, and its share of
+  // the read-ahead budget (given back when the entry goes).
+  struct Ahead {
+    size_t index;
+    std::future<Result<Loaded>> loaded;
+    ReadAheadShare share;
+  };
+  std::deque<Ahead> ahead_;
   // Set while DropAhead waits: queued read-ahead tasks then do nothing.
   std::atomic<bool> dropping_{false};
   // Chunks queued for read-ahead runs not yet taken by one (Enqueue), and
