@@ -374,6 +374,12 @@ TEST_F(Cli, NameBytesThatAreNotUtf8AreEscapedOneByOne) {
       {"half\xed\xa0\x80", "half\\xed\\xa0\\x80"},  // a surrogate
       {"far\xf4\x90\x80\x80", "far\\xf4\\x90\\x80\\x80"},  // past U+10FFFF
       {"caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x93\xa6", "caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x93\xa6"},
+      // The edges of what is UTF-8: U+00A0 (just past C1), U+0800,
+      // U+D7FF, U+E000, U+10000 and U+10FFFF as they are; the overlong
+      // forms just below each, and the first surrogate, escaped.
+      {"e\xc2\xa0\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xf0\x90\x80\x80\xf4\x8f\xbf\xbf",
+       "e\xc2\xa0\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xf0\x90\x80\x80\xf4\x8f\xbf\xbf"},
+      {"o\xc1\xbf\xe0\x9f\xbf\xf0\x8f\xbf\xbf", "o\\xc1\\xbf\\xe0\\x9f\\xbf\\xf0\\x8f\\xbf\\xbf"},
   };
   for (const auto& c : cases) {
     const std::string path = dir_ / c.name;

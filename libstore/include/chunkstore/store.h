@@ -297,9 +297,10 @@ class Reader {
   // ahead of time, on other threads, up to the object's end: several chunks
   // (a few MiB), held until read or until the reader is closed or seeks
   // away. All the readers of a process together hold at most about 256
-  // MiB read ahead; past that, a reader verifies only what it is asked for
-  // (and, in a whole read, the next chunk), until others give theirs
-  // back. Close the readers you are done with. A caller that
+  // MiB read ahead (32 MiB per hardware thread where that is more), one
+  // reader at most half of it; past that, a reader verifies only what it
+  // is asked for (and, in a whole read, the next chunk), until others give
+  // theirs back. Close the readers you are done with. A caller that
   // will stop reading at offset `end` says so here: no chunk that starts
   // at or past `end` is verified ahead from then on. Reads past `end` still
   // work (they verify as they go). Default: the object's end.

@@ -315,7 +315,7 @@ Result<std::vector<ChangeLog::Problem>> BucketLog::Check(Index* truth) {
   // A request that failed (the service down, access denied) found no
   // damage: that is the check's failure, not a finding.
   if (!s.ok() && !IsLogDamage(s)) return s;
-  if (!s.ok()) problems.push_back({true, s.message(), true});
+  if (!s.ok()) problems.push_back({true, s.message(), true, false, "", s.IsNotFound()});
   // What a repair set aside stays on record: its change is lost.
   Result<std::vector<BlobInfo>> aside = blobs_->List(kQuarantinePrefix);
   if (!aside.ok()) return aside.status();

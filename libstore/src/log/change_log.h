@@ -111,6 +111,9 @@ class ChangeLog {
     // over it (they would make the loss final), until a repair records it.
     bool lost_change = false;
     std::string record = {};  // with lost_change: the key of the record gone
+    // What the replay listed was gone when it came to read it: on a bucket,
+    // another machine's newer checkpoint may have deleted it meanwhile.
+    bool vanished = false;
   };
   // Replays the whole log into truth (an empty index; may be null) and
   // returns what is wrong with the log itself, for verify: a record that

@@ -11,7 +11,7 @@ Result<SettledComparison> CompareSettled(IndexHandle& index, ChangeLog& log, int
   std::map<std::string, IndexDifference> persistent;  // by message
   std::vector<IndexDifference> last;                   // the last comparison's
   bool all_cut_off = limit > 0;
-  // Replays that found damage and may be made again (see below).
+  // Replays that found a record gone and may be made again (see below).
   int replays_left = attempts - 1;
   for (int attempt = 1;; ++attempt) {
     Result<std::unique_ptr<Index>> truth = index.NewScratch();
@@ -29,9 +29,12 @@ Result<SettledComparison> CompareSettled(IndexHandle& index, ChangeLog& log, int
     // another machine's newer checkpoints may delete listed records in
     // between (they cover them twice over): the replay finds them gone,
     // which is no damage, and the next replay starts from the newer
-    // checkpoint. Damage is found by every replay: what the last one
-    // finds stands.
-    if (out.log_damaged && replays_left > 0) {
+    // checkpoint. A record truly gone is found gone by every replay: what
+    // the last one finds stands. Other damage (bytes that fail a check)
+    // no race explains, and is not replayed for.
+    bool gone = false;
+    for (const auto& p : out.log_problems) gone = gone || (p.damage && (p.vanished || p.lost_change));
+    if (gone && replays_left > 0) {
       --replays_left;
       --attempt;
       continue;

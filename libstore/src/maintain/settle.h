@@ -35,10 +35,11 @@ struct SettledComparison {
 // least 1), catching the index up between them; keeps the differences
 // (at most `limit` per comparison) that every comparison found, or the
 // last comparison's where every one reached the limit. A replay that
-// finds damage in the log is made again, up to `attempts` replays in all
-// for that reason, and the last one's findings stand: a bucket's records
-// deleted under a replay by newer checkpoints read as damage to that
-// replay only. A failure to catch up is returned as the error it is.
+// finds a record it listed gone (ChangeLog::Problem vanished or
+// lost_change) is made again, up to `attempts` replays in all for that
+// reason, and the last one's findings stand: a bucket's records deleted
+// under a replay by newer checkpoints are gone for that replay only. A
+// failure to catch up is returned as the error it is.
 Result<SettledComparison> CompareSettled(IndexHandle& index, ChangeLog& log, int attempts, size_t limit);
 
 }  // namespace chunkstore::internal

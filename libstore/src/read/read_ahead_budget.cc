@@ -2,16 +2,24 @@
 // The process's read-ahead budget (read_ahead_budget.h).
 #include "read/read_ahead_budget.h"
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 
 namespace chunkstore::internal {
 
 namespace {
 
+uint64_t DefaultBudget() {
+  return std::max<uint64_t>(uint64_t{256} << 20, (uint64_t{32} << 20) * std::thread::hardware_concurrency());
+}
+
 std::atomic<uint64_t> held{0};
-std::atomic<uint64_t> budget{kReadAheadBudget};
+std::atomic<uint64_t> budget{DefaultBudget()};
 
 }  // namespace
+
+uint64_t ReadAheadBudget() { return budget.load(std::memory_order_relaxed); }
 
 std::optional<ReadAheadShare> ReadAheadShare::Take(uint64_t n) {
   const uint64_t limit = budget.load(std::memory_order_relaxed);
@@ -31,7 +39,7 @@ void ReadAheadShare::Release() {
 uint64_t ReadAheadBytesHeld() { return held.load(std::memory_order_relaxed); }
 
 void SetReadAheadBudgetForTesting(uint64_t bytes) {
-  budget.store(bytes ? bytes : kReadAheadBudget, std::memory_order_relaxed);
+  budget.store(bytes ? bytes : DefaultBudget(), std::memory_order_relaxed);
 }
 
 }  // namespace chunkstore::internal

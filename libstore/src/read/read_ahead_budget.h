@@ -20,10 +20,14 @@
 namespace chunkstore::internal {
 
 // Bytes that readers may hold read ahead at once, counted as the memory a
-// buffer made for each chunk holds (BufferPool::CapacityFor). Past it a
-// reader still holds the chunk it reads from and, in a whole read, the
-// next one (whose first bytes prove the link between them).
-inline constexpr uint64_t kReadAheadBudget = uint64_t{256} << 20;
+// buffer made for each chunk holds (BufferPool::CapacityFor): 256 MiB, or
+// 32 MiB per hardware thread where that is more (a reader keeps about 4
+// chunks per worker ahead, and a pooled buffer may be larger than its
+// chunk). Past it a reader still holds the chunk it reads from and, in a
+// whole read, the next one (whose first bytes prove the link between
+// them). One reader takes at most half of it, beyond its first chunk, so
+// that one read on a machine with many cores leaves the others some.
+uint64_t ReadAheadBudget();
 
 // A share of the budget for one chunk read ahead, given back when the
 // share is destroyed (the chunk handed out, or dropped).
@@ -44,6 +48,7 @@ class ReadAheadShare {
 
   // A share of n bytes, or none where the budget has not that much left.
   static std::optional<ReadAheadShare> Take(uint64_t n);
+  uint64_t bytes() const { return bytes_; }
 
  private:
   explicit ReadAheadShare(uint64_t n) : bytes_(n) {}
@@ -54,7 +59,7 @@ class ReadAheadShare {
 // Bytes the process's readers hold read ahead now.
 uint64_t ReadAheadBytesHeld();
 
-// Sets the budget (tests only); 0 restores kReadAheadBudget.
+// Sets the budget (tests only); 0 restores the default.
 void SetReadAheadBudgetForTesting(uint64_t bytes);
 
 }  // namespace chunkstore::internal

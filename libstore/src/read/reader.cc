@@ -359,7 +359,9 @@ class ObjectReader final : public Reader {
     bool handed_over = false;
     auto take = [&](ChunkLoader::RunItem* item, bool last) {
       std::lock_guard<std::mutex> l(run_mu_);
-      if (queued_.empty() || (taken >= kRunChunks && loader_->ReadAhead().HasWaiting())) {
+      // Once it has made way a run takes nothing more, even if the pool's
+      // queue has emptied since (its successor got a worker).
+      if (handed_over || queued_.empty() || (taken >= kRunChunks && loader_->ReadAhead().HasWaiting())) {
         if (!queued_.empty() && !handed_over) {
           handed_over = true;
           StartRun();
@@ -424,11 +426,17 @@ class ObjectReader final : public Reader {
     size_t next = ahead_.empty() ? i + 1 : ahead_.back().index + 1;
     const size_t end = std::min(ahead_end_, entries_.size());
     // Each chunk read ahead takes its share of the process's budget; past
-    // it, nothing more is read ahead until shares come back.
+    // it, nothing more is read ahead until shares come back. One reader
+    // takes at most half of it beyond its first chunk ahead.
     std::vector<ReadAheadShare> shares;
+    uint64_t mine = 0;
+    for (const Ahead& a : ahead_) mine += a.share.bytes();
     for (size_t k = next; ahead_.size() + shares.size() < depth && k < end; ++k) {
-      std::optional<ReadAheadShare> share = ReadAheadShare::Take(BufferPool::CapacityFor(entries_[k].length));
+      const uint64_t want = BufferPool::CapacityFor(entries_[k].length);
+      if (mine > 0 && mine + want > ReadAheadBudget() / 2) break;
+      std::optional<ReadAheadShare> share = ReadAheadShare::Take(want);
       if (!share) break;
+      mine += want;
       shares.push_back(std::move(*share));
     }
     if (shares.empty()) return r;
