@@ -349,10 +349,10 @@ class ObjectReader final : public Reader {
   // that a reader whose queue never empties (a read bound by verifying)
   // leaves the workers to other readers of the store in turn. While
   // nothing else waits the run goes on: each end of a run leaves one lane
-  // to finish its chunk alone, at about half the speed of two. A run's end is counted under run_mu_
-  // together with the queue it saw, so a chunk queued just after is never
-  // left without a run, and the destructor waits for it (the run uses
-  // this reader until then).
+  // to finish its chunk alone, at about half the speed of two. A run's
+  // end is counted under run_mu_ together with the queue it saw, so a
+  // chunk queued just after is never left without a run, and the
+  // destructor waits for it (the run uses this reader until then).
   void Run() {
     Queued held[2];  // the chunks in the run's two lanes
     size_t taken = 0;
